@@ -1,0 +1,14 @@
+//! Shared storage vocabulary, like `include/linux/blk_types.h` and
+//! `include/linux/blktrace_api.h`: sectors, operation flags, device numbers, the
+//! blktrace event type every layer emits, the sink trait every output implements,
+//! kernel profiles and the tunable table machinery.
+
+pub mod profile;
+pub mod trace;
+pub mod tunable;
+pub mod types;
+
+pub use profile::Profile;
+pub use trace::{Action, Pdu, TraceEvent, TraceRecord, TraceSink, Tracer};
+pub use tunable::{TunableDef, TunableError, Tunables, Unit};
+pub use types::{DevT, ReqFlags, Sector, SECTOR_SHIFT, SECTOR_SIZE};

@@ -1,0 +1,50 @@
+//! Device models behind one small trait, as a driver sees its hardware: a command
+//! goes in, and some time later it completes. Each model declares its hardware
+//! limits and queue depth; the block layer's driver glue never looks inside.
+
+mod fixed;
+pub mod hdd;
+pub mod presets;
+
+pub use fixed::{Fixed, FixedParams};
+pub use presets::{DeviceSpec, PRESETS};
+
+use iostack_core::Sector;
+use iostack_des::Instant;
+
+/// A command as the driver hands it to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCmd {
+    /// Unique per run; the device reports completions by this id.
+    pub id: u64,
+    pub sector: Sector,
+    pub sectors: u32,
+    pub write: bool,
+    /// Force unit access: the write must reach the medium before completing.
+    pub fua: bool,
+}
+
+/// Limits the hardware declares (read-only, like `max_hw_sectors_kb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwLimits {
+    pub max_hw_sectors: u32,
+    pub max_segments: u32,
+    pub logical_block_size: u32,
+}
+
+/// A device model. The contract:
+/// * `submit` is called only while fewer than `queue_depth()` commands are
+///   outstanding;
+/// * after `submit` and after `complete` the caller calls `poll`, which reports
+///   the completion instant of every command whose service has been decided, each
+///   command exactly once and never earlier than `now`;
+/// * `complete` is called once per reported command, at its instant.
+pub trait Device {
+    fn queue_depth(&self) -> u32;
+    fn rotational(&self) -> bool;
+    fn capacity_sectors(&self) -> u64;
+    fn hw_limits(&self) -> HwLimits;
+    fn submit(&mut self, now: Instant, cmd: DeviceCmd);
+    fn poll(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>);
+    fn complete(&mut self, now: Instant, id: u64);
+}
