@@ -1,14 +1,8 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Output formats. Every output here is either a `TraceSink` over the one event
+//! stream or a printer of statistics computed from it. This is the only crate that
+//! knows output formats.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod blkparse;
+pub mod blktrace;
+pub mod fio;
+pub mod ftrace;
