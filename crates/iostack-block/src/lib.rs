@@ -1,14 +1,26 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The generic block layer of the 2.6.3x single-queue request path
+//! (`block/blk-core.c`, `blk-merge.c`, `elevator.c`, `blk-settings.c`).
+//!
+//! It owns bios and requests, queue limits, partitions and their remap, per-queue
+//! plugging with its timer, back/front merging through the last-merge cache and the
+//! back-merge hash, request allocation with its limits and sleeping submitters,
+//! dispatch pulled by the driver up to the device's queue depth, completion, and
+//! every blktrace action point. Scheduling policy lives behind [`Elevator`]; the
+//! policies themselves are in `iostack-iosched`, which depends on this crate and
+//! never the reverse. A blk-mq path will sit beside [`RequestQueue`] later.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod bio;
+mod elevator;
+mod limits;
+mod queue;
+mod request;
+mod tunables;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use bio::{Bio, BioId, BioSlab};
+pub use elevator::{ElvCtx, Elevator, MayQueue, MergeKind, Placement};
+pub use limits::{Partition, QueueLimits};
+pub use queue::{
+    BlockOut, CompletedBio, Ctx, QueueConfig, QueueEvent, QueueStats, RequestQueue, Submit,
+};
+pub use request::{Request, RequestPool, RqId};
+pub use tunables::TUNABLES;

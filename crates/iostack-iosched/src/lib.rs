@@ -1,14 +1,40 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! I/O scheduling policies, one file each, behind `iostack_block::Elevator`.
+//! Each exports its tunable table and a constructor; `by_name` is the registry
+//! (`elv_register`). This crate depends on `iostack-block`, never the reverse.
+
+pub mod deadline;
+pub mod noop;
+
+use iostack_block::Elevator;
+use iostack_core::{TunableDef, Tunables};
+
+/// Registered schedulers: (name, description).
+pub const SCHEDULERS: &[(&str, &str)] = &[
+    ("noop", "FIFO insertion order; merging only (block/noop-iosched.c)"),
+    (
+        "deadline",
+        "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",
+    ),
+];
+
+/// Every scheduler's tunable table.
+pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
+    vec![deadline::TUNABLES]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// `elevator_get` by name, configured from the tunables.
+pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
+    match name {
+        "noop" => Ok(Box::new(noop::Noop::new())),
+        "deadline" => Ok(Box::new(deadline::Deadline::new(
+            deadline::DeadlineConfig::from_tunables(t),
+        ))),
+        _ => {
+            let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
+            Err(format!(
+                "unknown I/O scheduler '{name}' (available: {})",
+                names.join(" ")
+            ))
+        }
     }
 }

@@ -1,0 +1,1265 @@
+//! `struct request_queue` and the single-queue request path of 2.6.32 to 2.6.38:
+//! `__generic_make_request` → `__make_request` → elevator → dispatch list →
+//! driver `request_fn` → device → completion. Each function below names the kernel
+//! function it models; blktrace events are emitted where the kernel emits them.
+
+use crate::bio::{Bio, BioId, BioSlab};
+use crate::elevator::{ElvCtx, Elevator, MayQueue, MergeKind, Placement};
+use crate::limits::{Partition, QueueLimits};
+use crate::request::{Request, RequestPool, RqId};
+use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TraceRecord, Tracer, Tunables};
+use iostack_des::{Duration, Instant};
+use iostack_device::{Device, DeviceCmd};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Static configuration of one queue, built from the tunables and the device.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    pub disk: DevT,
+    pub partitions: Vec<Partition>,
+    pub limits: QueueLimits,
+    pub nr_requests: u32,
+    pub nomerges: u8,
+    pub unplug_thresh: u32,
+    /// Unplug delay in jiffies (at least 1).
+    pub unplug_delay_jiffies: u64,
+    pub hz: u64,
+    pub batch_requests: u32,
+    pub batch_time: Duration,
+    /// CPU that takes completion interrupts.
+    pub irq_cpu: u32,
+    /// Task that runs kblockd work (unplug work after the timer).
+    pub kblockd_pid: u32,
+    pub kblockd_cpu: u32,
+}
+
+impl QueueConfig {
+    /// Queue configuration from the declared tunables, clamped by the device.
+    pub fn from_tunables(
+        t: &Tunables,
+        disk: DevT,
+        partitions: Vec<Partition>,
+        dev: &dyn Device,
+    ) -> QueueConfig {
+        let hw = dev.hw_limits();
+        let hz = t.get_u64("kernel/hz");
+        let max_sectors = ((t.get_u64("queue/max_sectors_kb") * 2) as u32).min(hw.max_hw_sectors);
+        // blk_queue_make_request: unplug_delay = msecs_to_jiffies(3), at least 1.
+        let delay_ms = t.get_u64("queue/unplug_delay_ms");
+        let unplug_delay_jiffies = (delay_ms * hz / 1000).max(1);
+        QueueConfig {
+            disk,
+            partitions,
+            limits: QueueLimits {
+                max_sectors,
+                max_hw_sectors: hw.max_hw_sectors,
+                max_segments: hw.max_segments,
+                logical_block_size: hw.logical_block_size,
+            },
+            nr_requests: t.get_u64("queue/nr_requests") as u32,
+            nomerges: t.get_u64("queue/nomerges") as u8,
+            unplug_thresh: t.get_u64("queue/unplug_thresh") as u32,
+            unplug_delay_jiffies,
+            hz,
+            batch_requests: t.get_u64("queue/batch_requests") as u32,
+            batch_time: Duration::ms(t.get_u64("queue/batch_time_ms")),
+            irq_cpu: 0,
+            kblockd_pid: 0,
+            kblockd_cpu: 0,
+        }
+    }
+}
+
+/// Result of submitting a bio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submit {
+    /// Queued (merged or in a new request); the submitter continues.
+    Queued,
+    /// No request could be allocated: the submitter sleeps in `get_request_wait`
+    /// until its bio's owner appears in `BlockOut::woken`.
+    Sleeping,
+}
+
+/// A bio finished (`bio_endio`).
+#[derive(Clone, Copy, Debug)]
+pub struct CompletedBio {
+    pub owner: u64,
+    pub sector: Sector,
+    pub bytes: u64,
+    pub flags: ReqFlags,
+    pub submitted_at: Instant,
+    pub error: i32,
+}
+
+/// Timed events the queue asks its host to schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueEvent {
+    /// `unplug_timer` expiry; stale if the generation moved on.
+    UnplugTimer(u64),
+    /// kblockd runs `blk_unplug_work`.
+    UnplugWork,
+    /// The elevator's own timer; stale if the generation moved on.
+    ElvTimer(u64),
+    /// The device completes command `id`.
+    DeviceDone(u64),
+}
+
+/// What a queue operation produced for the host.
+#[derive(Default, Debug)]
+pub struct BlockOut {
+    pub completed: Vec<CompletedBio>,
+    /// Owners of bios whose sleeping submitter got its request and may continue.
+    pub woken: Vec<u64>,
+    pub events: Vec<(Instant, QueueEvent)>,
+}
+
+/// Counters a run reports, and the invariant checker reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub bios_queued: u64,
+    pub bios_completed: u64,
+    pub bytes_queued: u64,
+    pub bytes_completed: u64,
+    pub back_merges: u64,
+    pub front_merges: u64,
+    pub request_merges: u64,
+    pub requests_allocated: u64,
+    pub requests_dispatched: u64,
+    pub requests_completed: u64,
+    pub sleeps: u64,
+    pub plugs: u64,
+    pub unplugs_io: u64,
+    pub unplugs_timer: u64,
+    pub unplugs_thresh: u64,
+    pub max_in_driver: u32,
+    /// Sum over completed requests of D→C time, for utilisation.
+    pub busy_ns: u64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub read_ticks_ns: u64,
+    pub write_ticks_ns: u64,
+}
+
+/// Per-process `struct io_context` batching state (`ioc_batching`).
+#[derive(Clone, Copy, Default)]
+struct IoContext {
+    nr_batch_requests: u32,
+    last_waited: Instant,
+}
+
+struct Waiter {
+    bio: BioId,
+}
+
+/// Who runs a queue operation (for the pid/cpu of traced events).
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub pid: u32,
+    pub cpu: u32,
+}
+
+pub struct RequestQueue {
+    cfg: QueueConfig,
+    elv: Box<dyn Elevator>,
+    dev: Box<dyn Device>,
+    bios: BioSlab,
+    rqs: RequestPool,
+    /// `q->queue_head`: requests released by the elevator, in dispatch order.
+    dispatch: VecDeque<RqId>,
+    /// `q->last_merge`.
+    last_merge: Option<RqId>,
+    /// `elv_rqhash`: end sector → request, for back merges of sorted requests.
+    hash: HashMap<Sector, RqId>,
+    /// Requests whose end sector collided in `hash` (rare; linear scan).
+    hash_overflow: Vec<(Sector, RqId)>,
+    /// `q->end_sector` and `q->boundary_rq` for `elv_dispatch_sort`.
+    end_sector: Sector,
+    boundary_rq: Option<RqId>,
+    plugged: bool,
+    unplug_gen: u64,
+    elv_timer_gen: u64,
+    elv_timer_at: Option<Instant>,
+    /// `rl->count[sync]`: allocated requests per pool (index 1 = sync).
+    count: [u32; 2],
+    full: [bool; 2],
+    congested: [bool; 2],
+    waiters: [VecDeque<Waiter>; 2],
+    iocs: BTreeMap<u32, IoContext>,
+    /// `q->in_flight[sync]`: requests the driver has taken.
+    in_flight: [u32; 2],
+    /// Requests handed to the device.
+    in_device: u32,
+    msgs: Vec<String>,
+    dev_out: Vec<(Instant, u64)>,
+    stats: QueueStats,
+    checks: bool,
+}
+
+impl RequestQueue {
+    pub fn new(cfg: QueueConfig, elv: Box<dyn Elevator>, dev: Box<dyn Device>) -> Self {
+        assert!(cfg.nr_requests >= 4, "BLKDEV_MIN_RQ is 4");
+        RequestQueue {
+            cfg,
+            elv,
+            dev,
+            bios: BioSlab::default(),
+            rqs: RequestPool::default(),
+            dispatch: VecDeque::new(),
+            last_merge: None,
+            hash: HashMap::new(),
+            hash_overflow: Vec::new(),
+            end_sector: 0,
+            boundary_rq: None,
+            plugged: false,
+            unplug_gen: 0,
+            elv_timer_gen: 0,
+            elv_timer_at: None,
+            count: [0; 2],
+            full: [false; 2],
+            congested: [false; 2],
+            waiters: [VecDeque::new(), VecDeque::new()],
+            iocs: BTreeMap::new(),
+            in_flight: [0; 2],
+            in_device: 0,
+            msgs: Vec::new(),
+            dev_out: Vec::new(),
+            stats: QueueStats::default(),
+            checks: cfg!(debug_assertions),
+        }
+    }
+
+    /// Turn the full invariant check after every operation on or off.
+    pub fn set_checks(&mut self, on: bool) {
+        self.checks = on;
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+    pub fn elevator_name(&self) -> &'static str {
+        self.elv.name()
+    }
+    pub fn device(&self) -> &dyn Device {
+        &*self.dev
+    }
+    /// `bdi_write_congested` / `bdi_read_congested` (index 1 = sync).
+    pub fn congested(&self, sync: bool) -> bool {
+        self.congested[sync as usize]
+    }
+    pub fn is_plugged(&self) -> bool {
+        self.plugged
+    }
+    /// Requests allocated and not yet freed.
+    pub fn allocated(&self) -> u32 {
+        self.count[0] + self.count[1]
+    }
+    /// True when nothing is queued, in flight or waiting.
+    pub fn idle(&self) -> bool {
+        self.rqs.live() == 0 && self.bios.live() == 0
+    }
+
+    fn jiffies(&self, now: Instant) -> u64 {
+        now.as_ns() * self.cfg.hz / 1_000_000_000
+    }
+
+    fn jiffy_time(&self, j: u64) -> Instant {
+        // First instant at which `jiffies` reads `j`.
+        Instant((j * 1_000_000_000).div_ceil(self.cfg.hz))
+    }
+
+    // ---------------------------------------------------------------------------
+    // Submission.
+
+    /// `generic_make_request` → `__generic_make_request`: partition remap (A), size
+    /// checks, Q, then `__make_request`.
+    pub fn submit_bio(
+        &mut self,
+        now: Instant,
+        mut bio: Bio,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Submit {
+        assert!(bio.sectors > 0, "empty bio");
+        assert!(
+            bio.sectors <= self.cfg.limits.max_hw_sectors,
+            "bio too big device: {} > {} sectors",
+            bio.sectors,
+            self.cfg.limits.max_hw_sectors
+        );
+        bio.submitted_at = now;
+        bio.next = None;
+        if bio.dev != self.cfg.disk {
+            // blk_partition_remap
+            let p = *self
+                .cfg
+                .partitions
+                .iter()
+                .find(|p| p.dev == bio.dev)
+                .unwrap_or_else(|| panic!("bio for unknown device {:?}", bio.dev));
+            assert!(
+                bio.end_sector() <= p.nr_sects,
+                "bio beyond end of partition {:?}",
+                p.dev
+            );
+            let old = bio.sector;
+            bio.sector += p.start;
+            bio.dev = self.cfg.disk;
+            self.trace_bio(
+                now,
+                &bio,
+                Action::Remap,
+                Pdu::Remap {
+                    from_dev: p.dev,
+                    from_sector: old,
+                },
+                tr,
+            );
+        }
+        assert!(
+            bio.end_sector() <= self.dev.capacity_sectors(),
+            "bio beyond end of device"
+        );
+        self.trace_bio(now, &bio, Action::Queue, Pdu::None, tr);
+        self.stats.bios_queued += 1;
+        self.stats.bytes_queued += bio.bytes();
+        let r = self.make_request(now, bio, tr, out);
+        self.check();
+        r
+    }
+
+    /// `__make_request` (V2632 `block/blk-core.c`).
+    fn make_request(
+        &mut self,
+        now: Instant,
+        bio: Bio,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Submit {
+        let ctx = Ctx {
+            pid: bio.pid,
+            cpu: bio.cpu,
+        };
+        let unplug = bio.flags.contains(ReqFlags::UNPLUG);
+        let id = self.bios.alloc(bio);
+
+        if !self.elv_queue_empty() {
+            if let Some((rq, kind)) = self.elv_merge(id) {
+                let merged = match kind {
+                    MergeKind::Back => self.bio_attempt_back_merge(now, rq, id, tr),
+                    MergeKind::Front => self.bio_attempt_front_merge(now, rq, id, tr),
+                };
+                if merged {
+                    self.make_request_out(now, ctx, unplug, tr, out);
+                    return Submit::Queued;
+                }
+            }
+        }
+
+        // get_rq:
+        match self.get_request(now, id, tr) {
+            Some(rq) => {
+                self.plug_and_insert(now, rq, ctx, tr, out);
+                self.make_request_out(now, ctx, unplug, tr, out);
+                Submit::Queued
+            }
+            None => {
+                // get_request_wait: S, unplug (no U), sleep.
+                let sync = self.bios.get(id).flags.is_sync() as usize;
+                let b = *self.bios.get(id);
+                self.trace_bio(now, &b, Action::SleepRq, Pdu::None, tr);
+                self.stats.sleeps += 1;
+                self.waiters[sync].push_back(Waiter { bio: id });
+                self.generic_unplug_device_locked(now, ctx, tr, out);
+                Submit::Sleeping
+            }
+        }
+    }
+
+    /// The `out:` label of `__make_request`.
+    fn make_request_out(
+        &mut self,
+        now: Instant,
+        ctx: Ctx,
+        unplug: bool,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        if unplug || !self.queue_should_plug() {
+            self.generic_unplug_device_locked(now, ctx, tr, out);
+        }
+    }
+
+    /// `queue_should_plug`: not for non-rotational queues that queue commands.
+    fn queue_should_plug(&self) -> bool {
+        !(!self.dev.rotational() && self.dev.queue_depth() > 1)
+    }
+
+    /// `elv_queue_empty`.
+    fn elv_queue_empty(&self) -> bool {
+        self.dispatch.is_empty() && self.elv.queue_empty()
+    }
+
+    /// `elv_rq_merge_ok` + `rq_mergeable`.
+    fn rq_merge_ok(&self, rq: RqId, bio: BioId) -> bool {
+        let r = self.rqs.get(rq);
+        let b = self.bios.get(bio);
+        if r.flags.contains(ReqFlags::NOMERGE) || r.started || r.dispatched {
+            return false;
+        }
+        if r.is_write() != b.flags.is_write() {
+            return false;
+        }
+        if r.flags.contains(ReqFlags::DISCARD) != b.flags.contains(ReqFlags::DISCARD) {
+            return false;
+        }
+        self.elv.allow_merge(&self.rqs, rq, b)
+    }
+
+    /// `elv_merge` (V2632 `block/elevator.c`): last-merge cache, back-merge hash,
+    /// then the scheduler's front-merge lookup.
+    fn elv_merge(&mut self, bio: BioId) -> Option<(RqId, MergeKind)> {
+        if self.cfg.nomerges >= 2 {
+            return None;
+        }
+        let (bsec, bsecs) = {
+            let b = self.bios.get(bio);
+            (b.sector, b.sectors as u64)
+        };
+        if let Some(lm) = self.last_merge {
+            if self.rq_merge_ok(lm, bio) {
+                let r = self.rqs.get(lm);
+                if r.end_sector() == bsec {
+                    return Some((lm, MergeKind::Back));
+                } else if r.sector.checked_sub(bsecs) == Some(bsec) {
+                    return Some((lm, MergeKind::Front));
+                }
+            }
+        }
+        if self.cfg.nomerges == 1 {
+            return None;
+        }
+        if let Some(rq) = self.rqhash_find(bsec) {
+            if self.rq_merge_ok(rq, bio) {
+                return Some((rq, MergeKind::Back));
+            }
+        }
+        let b = *self.bios.get(bio);
+        if let Some(rq) = self.elv.merge(&self.rqs, &b) {
+            if self.rq_merge_ok(rq, bio) && self.rqs.get(rq).sector == b.end_sector() {
+                return Some((rq, MergeKind::Front));
+            }
+        }
+        None
+    }
+
+    /// `ll_back_merge_fn` / `ll_front_merge_fn`: size and segment limits. On failure
+    /// the request is marked `REQ_NOMERGE` and dropped from the last-merge cache.
+    fn ll_merge_ok(&mut self, rq: RqId, bio: BioId) -> bool {
+        let (bs, bseg) = {
+            let b = self.bios.get(bio);
+            (b.sectors, b.segments)
+        };
+        let r = self.rqs.get(rq);
+        if r.sectors + bs > self.cfg.limits.max_sectors
+            || r.segments + bseg > self.cfg.limits.max_segments
+        {
+            let r = self.rqs.get_mut(rq);
+            r.flags = r.flags | ReqFlags::NOMERGE;
+            if self.last_merge == Some(rq) {
+                self.last_merge = None;
+            }
+            return false;
+        }
+        true
+    }
+
+    fn bio_attempt_back_merge(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        bio: BioId,
+        tr: &mut Tracer,
+    ) -> bool {
+        if !self.ll_merge_ok(rq, bio) {
+            return false;
+        }
+        let b = *self.bios.get(bio);
+        self.trace_bio(now, &b, Action::BackMerge, Pdu::None, tr);
+        self.stats.back_merges += 1;
+        self.count_merge(b.flags.is_write());
+        let old_end = self.rqs.get(rq).end_sector();
+        let tail = self.rqs.get(rq).bio_tail;
+        self.bios.get_mut(tail).next = Some(bio);
+        let r = self.rqs.get_mut(rq);
+        r.bio_tail = bio;
+        r.sectors += b.sectors;
+        r.segments += b.segments;
+        r.ioprio = r.ioprio.min(b.ioprio);
+        // attempt_back_merge, else elv_merged_request.
+        if !self.attempt_back_merge(rq) {
+            self.elv.merged(&self.rqs, rq, MergeKind::Back);
+            self.rqhash_del_key(old_end, rq);
+            self.rqhash_add(rq);
+            self.last_merge = Some(rq);
+        }
+        true
+    }
+
+    fn bio_attempt_front_merge(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        bio: BioId,
+        tr: &mut Tracer,
+    ) -> bool {
+        if !self.ll_merge_ok(rq, bio) {
+            return false;
+        }
+        let b = *self.bios.get(bio);
+        self.trace_bio(now, &b, Action::FrontMerge, Pdu::None, tr);
+        self.stats.front_merges += 1;
+        self.count_merge(b.flags.is_write());
+        let head = self.rqs.get(rq).bio_head;
+        self.bios.get_mut(bio).next = Some(head);
+        let r = self.rqs.get_mut(rq);
+        r.bio_head = bio;
+        r.sector = b.sector;
+        r.sectors += b.sectors;
+        r.segments += b.segments;
+        r.ioprio = r.ioprio.min(b.ioprio);
+        if !self.attempt_front_merge(rq) {
+            self.elv.merged(&self.rqs, rq, MergeKind::Front);
+            self.last_merge = Some(rq);
+        }
+        true
+    }
+
+    fn count_merge(&mut self, write: bool) {
+        if write {
+            self.stats.write_merges += 1;
+        } else {
+            self.stats.read_merges += 1;
+        }
+    }
+
+    /// `attempt_back_merge`: merge `rq` with the elevator's next request.
+    fn attempt_back_merge(&mut self, rq: RqId) -> bool {
+        match self.elv.latter_request(&self.rqs, rq) {
+            Some(next) => self.attempt_merge(rq, next),
+            None => false,
+        }
+    }
+
+    /// `attempt_front_merge`: merge the elevator's previous request with `rq`.
+    fn attempt_front_merge(&mut self, rq: RqId) -> bool {
+        match self.elv.former_request(&self.rqs, rq) {
+            Some(prev) => self.attempt_merge(prev, rq),
+            None => false,
+        }
+    }
+
+    /// `attempt_merge` (V2632 `block/blk-merge.c`): request-request merge.
+    fn attempt_merge(&mut self, req: RqId, next: RqId) -> bool {
+        {
+            let r = self.rqs.get(req);
+            let n = self.rqs.get(next);
+            let mergeable = |x: &Request| {
+                !(x.flags.contains(ReqFlags::NOMERGE) || x.started || x.dispatched)
+            };
+            if !mergeable(r) || !mergeable(n) {
+                return false;
+            }
+            if r.end_sector() != n.sector || r.is_write() != n.is_write() {
+                return false;
+            }
+            if r.flags.contains(ReqFlags::DISCARD) != n.flags.contains(ReqFlags::DISCARD) {
+                return false;
+            }
+            // ll_merge_requests_fn
+            if r.sectors + n.sectors > self.cfg.limits.max_sectors
+                || r.segments + n.segments > self.cfg.limits.max_segments
+            {
+                return false;
+            }
+        }
+        let n = self.rqs.get(next).clone();
+        let old_end = self.rqs.get(req).end_sector();
+        let tail = self.rqs.get(req).bio_tail;
+        self.bios.get_mut(tail).next = Some(n.bio_head);
+        {
+            let r = self.rqs.get_mut(req);
+            if r.start_time > n.start_time {
+                r.start_time = n.start_time;
+            }
+            r.bio_tail = n.bio_tail;
+            r.sectors += n.sectors;
+            r.segments += n.segments;
+            r.ioprio = r.ioprio.min(n.ioprio);
+        }
+        // elv_merge_requests
+        self.elv.merged_requests(&mut self.rqs, req, next);
+        self.rqhash_del_key(old_end, req);
+        self.rqhash_add(req);
+        self.rqhash_del_key(n.end_sector(), next);
+        self.last_merge = Some(req);
+        self.stats.request_merges += 1;
+        // __blk_put_request(q, next): not started, so no completion accounting.
+        self.free_request(next);
+        true
+    }
+
+    // ---------------------------------------------------------------------------
+    // Back-merge hash (`elv_rqhash_*`).
+
+    fn rqhash_add(&mut self, rq: RqId) {
+        let end = self.rqs.get(rq).end_sector();
+        if let Some(old) = self.hash.insert(end, rq) {
+            // hlist_add_head: the newer request is found first; keep the older one.
+            self.hash_overflow.push((end, old));
+        }
+    }
+
+    fn rqhash_del_key(&mut self, end: Sector, rq: RqId) {
+        if self.hash.get(&end) == Some(&rq) {
+            self.hash.remove(&end);
+            if let Some(i) = self.hash_overflow.iter().position(|&(e, _)| e == end) {
+                let (_, r) = self.hash_overflow.remove(i);
+                self.hash.insert(end, r);
+            }
+        } else if let Some(i) = self
+            .hash_overflow
+            .iter()
+            .position(|&(e, r)| e == end && r == rq)
+        {
+            self.hash_overflow.remove(i);
+        }
+    }
+
+    fn rqhash_find(&self, sector: Sector) -> Option<RqId> {
+        self.hash.get(&sector).copied()
+    }
+
+    // ---------------------------------------------------------------------------
+    // Request allocation.
+
+    fn ioc_batching(&self, now: Instant, pid: u32) -> bool {
+        match self.iocs.get(&pid) {
+            None => false,
+            Some(ioc) => {
+                ioc.nr_batch_requests == self.cfg.batch_requests
+                    || (ioc.nr_batch_requests > 0 && now < ioc.last_waited + self.cfg.batch_time)
+            }
+        }
+    }
+
+    fn ioc_set_batching(&mut self, now: Instant, pid: u32) {
+        if self.ioc_batching(now, pid) {
+            return;
+        }
+        let n = self.cfg.batch_requests;
+        let ioc = self.iocs.entry(pid).or_default();
+        ioc.nr_batch_requests = n;
+        ioc.last_waited = now;
+    }
+
+    fn congestion_on(&self) -> u32 {
+        // queue_congestion_on_threshold: nr - nr/8 + 1
+        let nr = self.cfg.nr_requests;
+        (nr - nr / 8 + 1).min(nr)
+    }
+
+    fn congestion_off(&self) -> u32 {
+        // queue_congestion_off_threshold: nr - nr/8 - nr/16 - 1, at least 1
+        let nr = self.cfg.nr_requests;
+        (nr - nr / 8 - nr / 16).saturating_sub(1).max(1)
+    }
+
+    /// `get_request` (V2632 `block/blk-core.c`).
+    fn get_request(&mut self, now: Instant, bio: BioId, tr: &mut Tracer) -> Option<RqId> {
+        let b = *self.bios.get(bio);
+        let is_sync = b.flags.is_sync() as usize;
+        let may = self.elv.may_queue(&b);
+        if may == MayQueue::No {
+            return None;
+        }
+        let nr = self.cfg.nr_requests;
+        if self.count[is_sync] + 1 >= self.congestion_on() {
+            if self.count[is_sync] + 1 >= nr {
+                if !self.full[is_sync] {
+                    self.ioc_set_batching(now, b.pid);
+                    self.full[is_sync] = true;
+                } else if may != MayQueue::Must && !self.ioc_batching(now, b.pid) {
+                    return None;
+                }
+            }
+            self.congested[is_sync] = true;
+        }
+        // The hard cap: no pool exceeds 1.5 × nr_requests.
+        if self.count[is_sync] >= 3 * nr / 2 {
+            return None;
+        }
+        self.count[is_sync] += 1;
+        if self.ioc_batching(now, b.pid) {
+            if let Some(ioc) = self.iocs.get_mut(&b.pid) {
+                ioc.nr_batch_requests -= 1;
+            }
+        }
+        // init_request_from_bio
+        let rq = self.rqs.alloc(Request {
+            sector: b.sector,
+            sectors: b.sectors,
+            segments: b.segments,
+            flags: b.flags.remove(ReqFlags::UNPLUG),
+            pid: b.pid,
+            cpu: b.cpu,
+            start_time: now,
+            fifo_time: now,
+            started: false,
+            dispatched: false,
+            in_driver: false,
+            sync_pool: is_sync == 1,
+            ioprio: b.ioprio,
+            bio_head: bio,
+            bio_tail: bio,
+            elv_private: 0,
+        });
+        self.stats.requests_allocated += 1;
+        self.trace_bio(now, &b, Action::GetRq, Pdu::None, tr);
+        Some(rq)
+    }
+
+    /// `freed_request` / `__freed_request`: wake one sleeping allocator.
+    fn freed_request(&mut self, sync: usize) -> Option<BioId> {
+        assert!(self.count[sync] > 0, "request pool underflow");
+        self.count[sync] -= 1;
+        if self.count[sync] < self.congestion_off() {
+            self.congested[sync] = false;
+        }
+        if self.count[sync] < self.cfg.nr_requests {
+            self.full[sync] = false;
+            return self.waiters[sync].pop_front().map(|w| w.bio);
+        }
+        None
+    }
+
+    fn free_request(&mut self, rq: RqId) -> Option<BioId> {
+        self.elv.put_request(&self.rqs, rq);
+        if self.last_merge == Some(rq) {
+            self.last_merge = None;
+        }
+        if self.boundary_rq == Some(rq) {
+            self.boundary_rq = None;
+        }
+        let r = self.rqs.free(rq);
+        self.freed_request(r.sync_pool as usize)
+    }
+
+    /// A woken allocator retries in its own context (`get_request_wait` loop): it
+    /// becomes a batcher, allocates (G), then plugs and inserts as `__make_request`
+    /// goes on after the wait.
+    fn retry_sleeper(&mut self, now: Instant, bio: BioId, tr: &mut Tracer, out: &mut BlockOut) {
+        let b = *self.bios.get(bio);
+        let ctx = Ctx {
+            pid: b.pid,
+            cpu: b.cpu,
+        };
+        self.ioc_set_batching(now, b.pid);
+        match self.get_request(now, bio, tr) {
+            Some(rq) => {
+                self.plug_and_insert(now, rq, ctx, tr, out);
+                let unplug = b.flags.contains(ReqFlags::UNPLUG);
+                self.make_request_out(now, ctx, unplug, tr, out);
+                out.woken.push(b.owner);
+            }
+            None => {
+                self.trace_bio(now, &b, Action::SleepRq, Pdu::None, tr);
+                self.stats.sleeps += 1;
+                let sync = b.flags.is_sync() as usize;
+                self.waiters[sync].push_back(Waiter { bio });
+                self.generic_unplug_device_locked(now, ctx, tr, out);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------
+    // Plugging and insertion.
+
+    /// Plug if the elevator is empty (`blk_plug_device`), then `add_request`.
+    fn plug_and_insert(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        if self.queue_should_plug() && self.elv_queue_empty() {
+            self.plug_device(now, ctx, tr, out);
+        }
+        self.add_request(now, rq, ctx, tr, out);
+    }
+
+    /// `blk_plug_device`: P on the 0→1 transition, arm the unplug timer.
+    fn plug_device(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        if self.plugged {
+            return;
+        }
+        self.plugged = true;
+        self.stats.plugs += 1;
+        self.unplug_gen += 1;
+        // mod_timer(&q->unplug_timer, jiffies + q->unplug_delay)
+        let at = self.jiffy_time(self.jiffies(now) + self.cfg.unplug_delay_jiffies);
+        out.events
+            .push((at, QueueEvent::UnplugTimer(self.unplug_gen)));
+        self.trace_simple(now, ctx, Action::Plug, Pdu::None, tr);
+    }
+
+    /// `blk_remove_plug`: clear the plug and the timer; true if it was plugged.
+    fn remove_plug(&mut self) -> bool {
+        if !self.plugged {
+            return false;
+        }
+        self.plugged = false;
+        self.unplug_gen += 1; // del_timer: a pending expiry becomes stale
+        true
+    }
+
+    /// `add_request` → `__elv_add_request(ELEVATOR_INSERT_SORT)` → `elv_insert`.
+    fn add_request(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        self.trace_rq(now, rq, ctx, Action::Insert, tr);
+        let mergeable = !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE);
+        if mergeable {
+            self.rqhash_add(rq);
+            if self.last_merge.is_none() {
+                self.last_merge = Some(rq);
+            }
+        }
+        let mut ectx = ElvCtx {
+            now,
+            msgs: &mut self.msgs,
+        };
+        self.elv.add_request(&mut ectx, &mut self.rqs, rq);
+        self.flush_msgs(now, ctx, tr);
+        self.sync_elv_timer(out);
+        // elv_insert: unplug once enough requests wait outside the driver.
+        if self.plugged {
+            let nrq = (self.count[0] + self.count[1])
+                .saturating_sub(self.in_flight[0] + self.in_flight[1]);
+            if nrq >= self.cfg.unplug_thresh {
+                self.stats.unplugs_thresh += 1;
+                self.generic_unplug_device_locked(now, ctx, tr, out);
+            }
+        }
+    }
+
+    /// `__generic_unplug_device`: remove the plug and run the driver (non-rotational
+    /// queues run even when not plugged).
+    fn generic_unplug_device_locked(
+        &mut self,
+        now: Instant,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        if !self.remove_plug() && self.dev.rotational() {
+            return;
+        }
+        self.request_fn(now, ctx, tr, out);
+    }
+
+    /// `blk_unplug` via `blk_run_address_space` / `blk_run_backing_dev`: an explicit
+    /// unplug by a waiting task. Traces U with the allocated-request count, whether
+    /// or not the queue was plugged, then `generic_unplug_device`.
+    pub fn unplug(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        self.stats.unplugs_io += 1;
+        let depth = self.allocated() as u64;
+        self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth }, tr);
+        if self.plugged {
+            self.generic_unplug_device_locked(now, ctx, tr, out);
+        }
+        self.check();
+    }
+
+    /// Handle a timed event the queue asked for.
+    pub fn handle(&mut self, now: Instant, ev: QueueEvent, tr: &mut Tracer, out: &mut BlockOut) {
+        let kblockd = Ctx {
+            pid: self.cfg.kblockd_pid,
+            cpu: self.cfg.kblockd_cpu,
+        };
+        match ev {
+            QueueEvent::UnplugTimer(gen) => {
+                if gen != self.unplug_gen || !self.plugged {
+                    return;
+                }
+                // blk_unplug_timeout: UT from softirq context, then kblockd work.
+                self.stats.unplugs_timer += 1;
+                let depth = self.allocated() as u64;
+                let irq = Ctx {
+                    pid: 0,
+                    cpu: self.cfg.kblockd_cpu,
+                };
+                self.trace_simple(now, irq, Action::UnplugTimer, Pdu::Unplug { depth }, tr);
+                out.events.push((now, QueueEvent::UnplugWork));
+            }
+            QueueEvent::UnplugWork => {
+                // blk_unplug_work: U, then q->unplug_fn = generic_unplug_device.
+                let depth = self.allocated() as u64;
+                self.trace_simple(now, kblockd, Action::UnplugIo, Pdu::Unplug { depth }, tr);
+                if self.plugged {
+                    self.generic_unplug_device_locked(now, kblockd, tr, out);
+                }
+            }
+            QueueEvent::ElvTimer(gen) => {
+                if gen != self.elv_timer_gen {
+                    return;
+                }
+                self.elv_timer_at = None;
+                let mut ectx = ElvCtx {
+                    now,
+                    msgs: &mut self.msgs,
+                };
+                let kick = self.elv.timer_fired(&mut ectx, &self.rqs);
+                self.flush_msgs(now, kblockd, tr);
+                self.sync_elv_timer(out);
+                if kick {
+                    self.run_queue(now, kblockd, tr, out);
+                }
+            }
+            QueueEvent::DeviceDone(id) => self.complete(now, RqId(id as u32), tr, out),
+        }
+        self.check();
+    }
+
+    fn sync_elv_timer(&mut self, out: &mut BlockOut) {
+        let want = self.elv.timer_deadline();
+        if want != self.elv_timer_at {
+            self.elv_timer_gen += 1;
+            self.elv_timer_at = want;
+            if let Some(at) = want {
+                out.events.push((at, QueueEvent::ElvTimer(self.elv_timer_gen)));
+            }
+        }
+    }
+
+    /// `__blk_run_queue`: remove the plug and run the driver if there is work.
+    pub fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        self.remove_plug();
+        if self.elv_queue_empty() {
+            return;
+        }
+        self.request_fn(now, ctx, tr, out);
+    }
+
+    // ---------------------------------------------------------------------------
+    // Dispatch.
+
+    /// `__elv_next_request`: the head of the dispatch list, asking the elevator for
+    /// one more request while the list is empty.
+    fn elv_next_request(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) -> Option<RqId> {
+        loop {
+            if let Some(&rq) = self.dispatch.front() {
+                return Some(rq);
+            }
+            let mut ectx = ElvCtx {
+                now,
+                msgs: &mut self.msgs,
+            };
+            let got = self.elv.dispatch(&mut ectx, &self.rqs, false);
+            self.flush_msgs(now, ctx, tr);
+            let (rq, placement) = got?;
+            self.elv_dispatch(rq, placement);
+        }
+    }
+
+    /// `elv_dispatch_sort` / `elv_dispatch_add_tail`.
+    fn elv_dispatch(&mut self, rq: RqId, placement: Placement) {
+        if self.last_merge == Some(rq) {
+            self.last_merge = None;
+        }
+        let end = self.rqs.get(rq).end_sector();
+        self.rqhash_del_key(end, rq);
+        self.rqs.get_mut(rq).dispatched = true;
+        match placement {
+            Placement::Tail => {
+                self.end_sector = end;
+                self.boundary_rq = Some(rq);
+                self.dispatch.push_back(rq);
+            }
+            Placement::Sort => {
+                let (pos, write, discard) = {
+                    let r = self.rqs.get(rq);
+                    (r.sector, r.is_write(), r.flags.contains(ReqFlags::DISCARD))
+                };
+                let boundary = self.end_sector;
+                // Walk from the tail towards the head to find the insertion point.
+                let mut at = self.dispatch.len();
+                while at > 0 {
+                    let p = self.rqs.get(self.dispatch[at - 1]);
+                    if p.flags.contains(ReqFlags::DISCARD) != discard
+                        || p.is_write() != write
+                        || p.started
+                    {
+                        break;
+                    }
+                    if pos >= boundary {
+                        if p.sector < boundary {
+                            at -= 1;
+                            continue;
+                        }
+                    } else if p.sector >= boundary {
+                        break;
+                    }
+                    if pos >= p.sector {
+                        break;
+                    }
+                    at -= 1;
+                }
+                self.dispatch.insert(at, rq);
+            }
+        }
+    }
+
+    /// The driver's `request_fn`, as `scsi_request_fn`: while not plugged, peek a
+    /// request (D the first time it is seen), stop if the device is at its queue
+    /// depth, otherwise start it on the device.
+    fn request_fn(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        while !self.plugged {
+            let Some(rq) = self.elv_next_request(now, ctx, tr) else {
+                break;
+            };
+            // blk_peek_request
+            if !self.rqs.get(rq).started {
+                self.rqs.get_mut(rq).started = true;
+                let mut ectx = ElvCtx {
+                    now,
+                    msgs: &mut self.msgs,
+                };
+                self.elv.activate(&mut ectx, &self.rqs, rq);
+                self.flush_msgs(now, ctx, tr);
+                self.trace_rq(now, rq, ctx, Action::Issue, tr);
+                self.stats.requests_dispatched += 1;
+            }
+            if self.boundary_rq.is_none() || self.boundary_rq == Some(rq) {
+                self.end_sector = self.rqs.get(rq).end_sector();
+                self.boundary_rq = None;
+            }
+            // scsi_dev_queue_ready
+            if self.in_device >= self.dev.queue_depth() {
+                break;
+            }
+            // blk_start_request → blk_dequeue_request
+            self.dispatch.pop_front();
+            let (sync, cmd) = {
+                let r = self.rqs.get_mut(rq);
+                r.in_driver = true;
+                r.fifo_time = now; // D time, for D→C accounting
+                (
+                    r.sync_pool as usize,
+                    DeviceCmd {
+                        id: rq.0 as u64,
+                        sector: r.sector,
+                        sectors: r.sectors,
+                        write: r.is_write(),
+                        fua: r.flags.contains(ReqFlags::FUA),
+                    },
+                )
+            };
+            self.in_flight[sync] += 1;
+            self.in_device += 1;
+            self.stats.max_in_driver = self.stats.max_in_driver.max(self.in_device);
+            self.dev.submit(now, cmd);
+            self.poll_device(now, out);
+        }
+        self.sync_elv_timer(out);
+    }
+
+    fn poll_device(&mut self, now: Instant, out: &mut BlockOut) {
+        self.dev_out.clear();
+        self.dev.poll(now, &mut self.dev_out);
+        for &(at, id) in &self.dev_out {
+            assert!(at >= now, "device completion in the past");
+            out.events.push((at, QueueEvent::DeviceDone(id)));
+        }
+    }
+
+    // ---------------------------------------------------------------------------
+    // Completion.
+
+    /// `blk_end_request_all` → `blk_update_request` (C, `bio_endio` for each bio) →
+    /// `blk_finish_request` → `__blk_put_request` (`elv_completed_request`,
+    /// `freed_request`); then the driver re-runs the queue (`scsi_run_queue`).
+    fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
+        self.dev.complete(now, rq.0 as u64);
+        self.poll_device(now, out);
+        assert!(self.rqs.get(rq).in_driver, "completion of a request not issued");
+        let irq = Ctx {
+            pid: 0,
+            cpu: self.cfg.irq_cpu,
+        };
+        self.trace_rq(now, rq, irq, Action::Complete, tr);
+        let r = self.rqs.get(rq).clone();
+        self.stats.requests_completed += 1;
+        let d2c = now.since(r.fifo_time).as_ns();
+        self.stats.busy_ns += d2c;
+        if r.is_write() {
+            self.stats.write_ios += 1;
+            self.stats.write_ticks_ns += d2c;
+        } else {
+            self.stats.read_ios += 1;
+            self.stats.read_ticks_ns += d2c;
+        }
+        // bio_endio for every bio of the request, in order.
+        let mut next = Some(r.bio_head);
+        let mut sectors = 0u32;
+        while let Some(b) = next {
+            let bio = self.bios.free(b);
+            sectors += bio.sectors;
+            self.stats.bios_completed += 1;
+            self.stats.bytes_completed += bio.bytes();
+            out.completed.push(CompletedBio {
+                owner: bio.owner,
+                sector: bio.sector,
+                bytes: bio.bytes(),
+                flags: bio.flags,
+                submitted_at: bio.submitted_at,
+                error: 0,
+            });
+            next = bio.next;
+        }
+        assert_eq!(sectors, r.sectors, "request and its bios disagree on size");
+        // elv_completed_request
+        self.in_flight[r.sync_pool as usize] -= 1;
+        self.in_device -= 1;
+        let mut ectx = ElvCtx {
+            now,
+            msgs: &mut self.msgs,
+        };
+        self.elv.completed(&mut ectx, &self.rqs, rq);
+        self.flush_msgs(now, irq, tr);
+        let woken = self.free_request(rq);
+        if let Some(bio) = woken {
+            self.retry_sleeper(now, bio, tr, out);
+        }
+        self.run_queue(now, irq, tr, out);
+        self.sync_elv_timer(out);
+    }
+
+    // ---------------------------------------------------------------------------
+    // Tracing.
+
+    fn trace_bio(&self, now: Instant, b: &Bio, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: b.cpu,
+            pid: b.pid,
+            action,
+            sector: b.sector,
+            bytes: (b.sectors as u64 * 512) as u32,
+            flags: b.flags,
+            is_request: false,
+            error: 0,
+            pdu,
+        });
+    }
+
+    fn trace_rq(&self, now: Instant, rq: RqId, ctx: Ctx, action: Action, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        let r = self.rqs.get(rq);
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: ctx.cpu,
+            pid: ctx.pid,
+            action,
+            sector: r.sector,
+            bytes: (r.sectors as u64 * 512) as u32,
+            flags: r.flags.remove(ReqFlags::NOMERGE),
+            is_request: true,
+            error: 0,
+            pdu: Pdu::None,
+        });
+    }
+
+    fn trace_simple(&self, now: Instant, ctx: Ctx, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: ctx.cpu,
+            pid: ctx.pid,
+            action,
+            sector: 0,
+            bytes: 0,
+            flags: ReqFlags::READ,
+            is_request: false,
+            error: 0,
+            pdu,
+        });
+    }
+
+    fn flush_msgs(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) {
+        for m in self.msgs.drain(..) {
+            tr.message(now, self.cfg.disk, ctx.cpu, ctx.pid, m);
+        }
+    }
+
+    // ---------------------------------------------------------------------------
+    // Invariants.
+
+    fn check(&self) {
+        if self.checks {
+            self.check_invariants();
+        }
+    }
+
+    /// Every request is in exactly one place (elevator, dispatch list or device),
+    /// pools and limits hold, and bios are conserved.
+    pub fn check_invariants(&self) {
+        let live = self.rqs.live() as u32;
+        assert_eq!(live, self.count[0] + self.count[1], "request pool accounting");
+        let in_elv = self.elv.queued() as u32;
+        assert_eq!(
+            live,
+            in_elv + self.dispatch.len() as u32 + self.in_device,
+            "a request is lost or counted twice (elevator {in_elv}, dispatch {}, device {})",
+            self.dispatch.len(),
+            self.in_device
+        );
+        assert!(self.in_device <= self.dev.queue_depth(), "device queue overflow");
+        assert_eq!(self.in_device, self.in_flight[0] + self.in_flight[1]);
+        for c in self.count {
+            assert!(c <= 3 * self.cfg.nr_requests / 2, "request pool over its hard cap");
+        }
+        for &rq in &self.dispatch {
+            let r = self.rqs.get(rq);
+            assert!(r.dispatched && !r.in_driver);
+        }
+        let waiting = self.waiters[0].len() + self.waiters[1].len();
+        assert!(self.bios.live() >= waiting + live as usize);
+        assert_eq!(
+            self.stats.bios_queued - self.stats.bios_completed,
+            self.bios.live() as u64,
+            "bios queued and completed disagree with live bios"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! `struct request`: one or more bios merged into a contiguous range, the unit the
+//! scheduler orders and the driver issues.
+
+use crate::bio::BioId;
+use iostack_core::{ReqFlags, Sector};
+use iostack_des::Instant;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct RqId(pub u32);
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub sector: Sector,
+    pub sectors: u32,
+    pub segments: u32,
+    pub flags: ReqFlags,
+    pub pid: u32,
+    pub cpu: u32,
+    /// `rq->start_time`: when the request was allocated (oldest of merged requests).
+    pub start_time: Instant,
+    /// Elevator-private FIFO deadline or insertion time, in virtual ns.
+    pub fifo_time: Instant,
+    /// `REQ_STARTED`: the driver has seen it (D was traced).
+    pub started: bool,
+    /// On the dispatch list (`q->queue_head`) rather than inside the elevator.
+    pub dispatched: bool,
+    /// Handed to the device.
+    pub in_driver: bool,
+    /// Allocated from the sync pool (`rw_is_sync`).
+    pub sync_pool: bool,
+    /// Best I/O priority of the merged bios (class, level); (0, 0) = none.
+    pub ioprio: (u8, u8),
+    pub bio_head: BioId,
+    pub bio_tail: BioId,
+    /// Scheduler-private slot (e.g. the CFQ queue the request belongs to).
+    pub elv_private: u32,
+}
+
+impl Request {
+    pub fn end_sector(&self) -> Sector {
+        self.sector + self.sectors as u64
+    }
+    pub fn is_write(&self) -> bool {
+        self.flags.is_write()
+    }
+    pub fn bytes(&self) -> u64 {
+        self.sectors as u64 * 512
+    }
+}
+
+/// Slab of requests, bounded by the allocation limits of the queue.
+#[derive(Default)]
+pub struct RequestPool {
+    slots: Vec<Option<Request>>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl RequestPool {
+    pub fn alloc(&mut self, rq: Request) -> RqId {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = Some(rq);
+            RqId(i)
+        } else {
+            self.slots.push(Some(rq));
+            RqId(self.slots.len() as u32 - 1)
+        }
+    }
+    pub fn get(&self, id: RqId) -> &Request {
+        self.slots[id.0 as usize]
+            .as_ref()
+            .expect("use of a freed request")
+    }
+    pub fn get_mut(&mut self, id: RqId) -> &mut Request {
+        self.slots[id.0 as usize]
+            .as_mut()
+            .expect("use of a freed request")
+    }
+    pub fn free(&mut self, id: RqId) -> Request {
+        let r = self.slots[id.0 as usize]
+            .take()
+            .expect("request freed twice");
+        self.free.push(id.0);
+        self.live -= 1;
+        r
+    }
+    pub fn live(&self) -> usize {
+        self.live
+    }
+}

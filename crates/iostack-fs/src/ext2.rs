@@ -1,0 +1,367 @@
+//! ext2/ext3 block mapping (K2637 `fs/ext3/inode.c`, `fs/ext2/inode.c`).
+//!
+//! An inode maps its first 12 blocks directly, then through an indirect block of
+//! `block_size / 4` pointers (4 MiB of data at 4 KiB blocks), a double-indirect and
+//! a triple-indirect block. `ext3_alloc_blocks` allocates the indirect block(s) a
+//! new data block needs *before* that data block, in one contiguous run, so a file
+//! written sequentially on an empty file system is laid out
+//! `D0..D11 IND0 D12..D1035 DIND IND1 D1036..D2059 IND2 D2060..`: a one-block gap
+//! every 4 MiB. `get_block` maps a contiguous run up to the next boundary and sets
+//! `BH_Boundary` when the run reaches it.
+//!
+//! Free space is a cursor moving up the disk, skipping each block group's metadata
+//! (superblock and descriptor backups in sparse groups, bitmaps, inode table): the
+//! layout a sequential writer gets on a fresh file system. Block reservation
+//! windows and concurrent-writer interleaving come with the buffered-I/O work.
+
+use crate::{BlockMapping, FsError, GetBlock};
+
+pub const EXT2_NDIR_BLOCKS: u64 = 12;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ext2Params {
+    pub block_size: u32,
+    /// Blocks in the file system (the partition size in blocks).
+    pub blocks: u64,
+    pub blocks_per_group: u64,
+    /// Inode-table blocks per group.
+    pub inode_table_blocks: u64,
+    /// ext3 (has a journal) rather than ext2; the mapping is the same.
+    pub journal: bool,
+}
+
+/// A contiguous run of a file's data blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub lblk: u64,
+    pub pblk: u64,
+    pub len: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Inode {
+    pub name: String,
+    pub size: u64,
+    /// Data blocks, in logical order.
+    pub extents: Vec<Extent>,
+    /// Indirect blocks (IND, DIND, TIND) in allocation order.
+    pub meta_blocks: Vec<u64>,
+}
+
+impl Inode {
+    /// Data blocks allocated.
+    pub fn nblocks(&self) -> u64 {
+        self.extents.last().map(|e| e.lblk + e.len).unwrap_or(0)
+    }
+
+    fn lookup(&self, lblk: u64) -> Option<(u64, u64)> {
+        // (physical block, blocks left in the extent)
+        let i = self.extents.partition_point(|e| e.lblk + e.len <= lblk);
+        let e = self.extents.get(i)?;
+        (e.lblk <= lblk).then(|| (e.pblk + (lblk - e.lblk), e.lblk + e.len - lblk))
+    }
+}
+
+pub struct Ext2 {
+    p: Ext2Params,
+    ptrs_bits: u32,
+    /// Next free block of the sequential allocator.
+    cursor: u64,
+    inodes: Vec<Inode>,
+}
+
+impl Ext2 {
+    pub fn new(p: Ext2Params) -> Self {
+        assert!(p.block_size.is_power_of_two() && p.block_size >= 1024);
+        let ptrs_bits = (p.block_size / 4).trailing_zeros();
+        let mut fs = Ext2 {
+            p,
+            ptrs_bits,
+            cursor: 0,
+            inodes: Vec::new(),
+        };
+        fs.cursor = fs.skip_group_meta(0);
+        fs
+    }
+
+    pub fn params(&self) -> &Ext2Params {
+        &self.p
+    }
+
+    pub fn inode(&self, ino: u32) -> &Inode {
+        &self.inodes[ino as usize]
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<u32> {
+        self.inodes
+            .iter()
+            .position(|i| i.name == name)
+            .map(|i| i as u32)
+    }
+
+    fn groups(&self) -> u64 {
+        self.p.blocks.div_ceil(self.p.blocks_per_group)
+    }
+
+    /// Metadata blocks at the start of group `g` (`ext2_bg_has_super`: groups 0, 1
+    /// and powers of 3, 5 and 7 carry superblock and descriptor backups).
+    fn group_meta(&self, g: u64) -> u64 {
+        let has_super = g <= 1 || [3u64, 5, 7].iter().any(|&b| is_power_of(g, b));
+        let gdt_blocks = (self.groups() * 32).div_ceil(self.p.block_size as u64);
+        let sb = if has_super { 1 + gdt_blocks } else { 0 };
+        sb + 2 + self.p.inode_table_blocks
+    }
+
+    /// The first allocatable block at or after `b`.
+    fn skip_group_meta(&self, b: u64) -> u64 {
+        let g = b / self.p.blocks_per_group;
+        let first_data = g * self.p.blocks_per_group + self.group_meta(g);
+        b.max(first_data)
+    }
+
+    fn alloc_block(&mut self) -> Result<u64, FsError> {
+        let b = self.skip_group_meta(self.cursor);
+        if b >= self.p.blocks {
+            return Err(FsError::NoSpace);
+        }
+        self.cursor = b + 1;
+        Ok(b)
+    }
+
+    /// `ext3_block_to_path`: depth of the mapping chain, the offsets within each
+    /// level, and `blocks_to_boundary`.
+    pub fn block_to_path(&self, lblk: u64) -> Result<(usize, [u64; 4], u64), FsError> {
+        let ptrs = 1u64 << self.ptrs_bits;
+        let mut i = lblk;
+        let mut off = [0u64; 4];
+        let (depth, fin) = if i < EXT2_NDIR_BLOCKS {
+            off[0] = i;
+            (1, EXT2_NDIR_BLOCKS)
+        } else if {
+            i -= EXT2_NDIR_BLOCKS;
+            i < ptrs
+        } {
+            off[1] = i;
+            (2, ptrs)
+        } else if {
+            i -= ptrs;
+            i < ptrs * ptrs
+        } {
+            off[1] = i >> self.ptrs_bits;
+            off[2] = i & (ptrs - 1);
+            (3, ptrs)
+        } else if {
+            i -= ptrs * ptrs;
+            i < ptrs * ptrs * ptrs
+        } {
+            off[1] = i >> (2 * self.ptrs_bits);
+            off[2] = (i >> self.ptrs_bits) & (ptrs - 1);
+            off[3] = i & (ptrs - 1);
+            (4, ptrs)
+        } else {
+            return Err(FsError::TooLarge(lblk * self.p.block_size as u64));
+        };
+        let boundary = fin - 1 - (i & (ptrs - 1));
+        Ok((depth, off, boundary))
+    }
+
+    /// Indirect blocks that must be allocated before data block `lblk` when the
+    /// file grows to it in order: one per chain level whose pointer block starts here.
+    fn indirect_needed(&self, lblk: u64) -> Result<u64, FsError> {
+        let (depth, off, _) = self.block_to_path(lblk)?;
+        if depth == 1 {
+            return Ok(0);
+        }
+        // Levels below the inode's own slot whose offsets are all zero from there on.
+        let mut n = 0;
+        for level in (1..depth).rev() {
+            n += 1;
+            if off[level] != 0 {
+                // This level's block exists already, so it and above are allocated.
+                n -= 1;
+                break;
+            }
+        }
+        Ok(n as u64)
+    }
+
+    /// Append `nblocks` data blocks to `ino` in layout order, allocating indirect
+    /// blocks before the data they map (`ext3_alloc_branch`).
+    fn append_blocks(&mut self, ino: u32, nblocks: u64) -> Result<(), FsError> {
+        let start = self.inodes[ino as usize].nblocks();
+        for lb in start..start + nblocks {
+            for _ in 0..self.indirect_needed(lb)? {
+                let m = self.alloc_block()?;
+                self.inodes[ino as usize].meta_blocks.push(m);
+            }
+            let pb = self.alloc_block()?;
+            let inode = &mut self.inodes[ino as usize];
+            match inode.extents.last_mut() {
+                Some(e) if e.pblk + e.len == pb && e.lblk + e.len == lb => e.len += 1,
+                _ => inode.extents.push(Extent {
+                    lblk: lb,
+                    pblk: pb,
+                    len: 1,
+                }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Create a file of `size` bytes written sequentially from its first block,
+    /// starting the allocation at block `goal` (or where the last file ended).
+    pub fn create_sequential(
+        &mut self,
+        name: &str,
+        size: u64,
+        goal: Option<u64>,
+    ) -> Result<u32, FsError> {
+        if let Some(g) = goal {
+            if g < self.cursor {
+                return Err(FsError::NoSpace);
+            }
+            self.cursor = g;
+        }
+        let ino = self.inodes.len() as u32;
+        self.inodes.push(Inode {
+            name: name.to_string(),
+            size,
+            extents: Vec::new(),
+            meta_blocks: Vec::new(),
+        });
+        let bs = self.p.block_size as u64;
+        self.append_blocks(ino, size.div_ceil(bs))?;
+        Ok(ino)
+    }
+}
+
+fn is_power_of(mut g: u64, b: u64) -> bool {
+    if g == 0 {
+        return false;
+    }
+    while g % b == 0 {
+        g /= b;
+    }
+    g == 1
+}
+
+impl GetBlock for Ext2 {
+    fn blkbits(&self) -> u32 {
+        self.p.block_size.trailing_zeros()
+    }
+
+    /// `ext3_get_blocks_handle`.
+    fn get_block(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        max_blocks: u64,
+        create: bool,
+    ) -> Result<BlockMapping, FsError> {
+        assert!(max_blocks > 0);
+        let (_, _, blocks_to_boundary) = self.block_to_path(lblk)?;
+        let inode = &self.inodes[ino as usize];
+        if let Some((pblk, left)) = inode.lookup(lblk) {
+            // Map more blocks while they follow on disk, up to the boundary.
+            let count = max_blocks.min(blocks_to_boundary + 1).min(left);
+            return Ok(BlockMapping {
+                pblk: Some(pblk),
+                count,
+                boundary: count > blocks_to_boundary,
+                new: false,
+            });
+        }
+        if !create {
+            return Ok(BlockMapping {
+                pblk: None,
+                count: 1,
+                boundary: false,
+                new: false,
+            });
+        }
+        // Allocate: only appending is modelled (the allocator is sequential).
+        let have = inode.nblocks();
+        if lblk > have {
+            self.append_blocks(ino, lblk - have)?;
+        }
+        let count = max_blocks.min(blocks_to_boundary + 1);
+        self.append_blocks(ino, count)?;
+        let (pblk, left) = self.inodes[ino as usize]
+            .lookup(lblk)
+            .expect("just allocated");
+        let count = count.min(left);
+        Ok(BlockMapping {
+            pblk: Some(pblk),
+            count,
+            boundary: count > blocks_to_boundary,
+            new: true,
+        })
+    }
+
+    fn i_size(&self, ino: u32) -> u64 {
+        self.inodes[ino as usize].size
+    }
+
+    fn set_i_size(&mut self, ino: u32, size: u64) {
+        self.inodes[ino as usize].size = size;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fs() -> Ext2 {
+        Ext2::new(Ext2Params {
+            block_size: 4096,
+            blocks: 1 << 20,
+            blocks_per_group: 32768,
+            inode_table_blocks: 512,
+            journal: false,
+        })
+    }
+
+    #[test]
+    fn sequential_layout_has_indirect_gaps() {
+        let mut f = fs();
+        let ino = f.create_sequential("a", 12 << 20, Some(16384)).unwrap();
+        let i = f.inode(ino);
+        // D0..D11 at 16384.., IND0 at 16396, D12.. at 16397.
+        assert_eq!(i.extents[0], Extent { lblk: 0, pblk: 16384, len: 12 });
+        assert_eq!(i.meta_blocks[0], 16396);
+        assert_eq!(i.extents[1], Extent { lblk: 12, pblk: 16397, len: 1024 });
+        // DIND and IND1 before D1036.
+        assert_eq!(&i.meta_blocks[1..3], &[16397 + 1024, 16397 + 1025]);
+        assert_eq!(i.extents[2].lblk, 1036);
+        assert_eq!(i.extents[2].pblk, 16397 + 1026);
+        // IND2 before D2060.
+        assert_eq!(i.extents[3].lblk, 2060);
+        assert_eq!(i.extents[3].pblk, i.meta_blocks[3] + 1);
+    }
+
+    #[test]
+    fn get_block_stops_at_boundary() {
+        let mut f = fs();
+        let ino = f.create_sequential("a", 8 << 20, Some(16384)).unwrap();
+        let m = f.get_block(ino, 0, 16, false).unwrap();
+        assert_eq!((m.pblk, m.count, m.boundary), (Some(16384), 12, true));
+        let m = f.get_block(ino, 12, 4, false).unwrap();
+        assert_eq!((m.pblk, m.count, m.boundary), (Some(16397), 4, false));
+        let m = f.get_block(ino, 1032, 16, false).unwrap();
+        assert_eq!((m.count, m.boundary), (4, true));
+        let m = f.get_block(ino, 5000, 1, false).unwrap();
+        assert_eq!(m.pblk, None);
+    }
+
+    #[test]
+    fn groups_skip_metadata() {
+        let mut f = fs();
+        // Group 1 has a superblock backup; its data starts after sb+gdt+bitmaps+itable.
+        let ino = f.create_sequential("a", 4096, Some(32768)).unwrap();
+        let gdt = (32u64 * 32).div_ceil(4096);
+        assert_eq!(f.inode(ino).extents[0].pblk, 32768 + 1 + gdt + 2 + 512);
+        // Group 2 has none.
+        let ino = f.create_sequential("b", 4096, Some(65536)).unwrap();
+        assert_eq!(f.inode(ino).extents[0].pblk, 65536 + 2 + 512);
+    }
+}
