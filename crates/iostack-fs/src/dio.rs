@@ -253,7 +253,8 @@ pub fn build(
     len: u64,
     variant: Boundary,
     limits: BioLimits,
-) -> Result<DioPlan, FsError> {
+    plan: &mut DioPlan,
+) -> Result<(), FsError> {
     let blkbits = fs.blkbits();
     let bs = 1u64 << blkbits;
     if offset % bs != 0 || len % bs != 0 {
@@ -282,8 +283,13 @@ pub fn build(
         cur_page_len: 0,
         cur_page_block: 0,
         cur_page_fs_offset: 0,
-        plan: DioPlan::default(),
+        plan: std::mem::take(plan),
     };
+    dio.plan.bios.clear();
+    dio.plan.bytes = 0;
+    dio.plan.zeroed = 0;
+    dio.plan.get_block_calls = 0;
+    dio.plan.reaps = 0;
     let blocks_per_page = PAGE_SIZE >> blkbits;
     let mut block_in_file = offset >> blkbits;
     let final_block = (offset + len) >> blkbits;
@@ -305,7 +311,13 @@ pub fn build(
                 if block_in_file < (i_size >> blkbits) {
                     create = false; // DIO_SKIP_HOLES inside i_size
                 }
-                let m = fs.get_block(ino, block_in_file, final_block - block_in_file, create)?;
+                let m = match fs.get_block(ino, block_in_file, final_block - block_in_file, create) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        *plan = dio.plan;
+                        return Err(e);
+                    }
+                };
                 dio.plan.get_block_calls += 1;
                 mapped = m.pblk.is_some();
                 if mapped {
@@ -382,7 +394,8 @@ pub fn build(
         // generic_file_direct_write extends i_size after the I/O.
         fs.set_i_size(ino, offset + bytes);
     }
-    Ok(dio.plan)
+    *plan = dio.plan;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -409,9 +422,9 @@ mod tests {
 
     fn kib(v: Boundary, off: u64, len: u64) -> Vec<u64> {
         let (mut f, ino) = fs();
-        build(&mut f, ino, false, off, len, v, LIM)
-            .unwrap()
-            .bios
+        let mut p = DioPlan::default();
+        build(&mut f, ino, false, off, len, v, LIM, &mut p).unwrap();
+        p.bios
             .iter()
             .map(|b| b.sectors as u64 / 2)
             .collect()
@@ -444,7 +457,8 @@ mod tests {
     #[test]
     fn sectors_are_partition_relative_and_contiguous() {
         let (mut f, ino) = fs();
-        let p = build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM).unwrap();
+        let mut p = DioPlan::default();
+        build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM, &mut p).unwrap();
         assert_eq!(p.bios[0].sector, 16384 * 8);
         assert_eq!(p.bios[1].sector, 16384 * 8 + 8);
         // After the indirect block: one block gap.
@@ -462,12 +476,13 @@ mod tests {
             journal: false,
         });
         let ino = f.create_sequential("f", 10_000, None).unwrap();
-        let p = build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM).unwrap();
+        let mut p = DioPlan::default();
+        build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM, &mut p).unwrap();
         assert_eq!(p.bytes, 10_000);
         assert_eq!(p.bios.iter().map(|b| b.sectors).sum::<u32>(), 24);
-        let p = build(&mut f, ino, true, 12288, 8192, Boundary::PerChunk, LIM).unwrap();
+        build(&mut f, ino, true, 12288, 8192, Boundary::PerChunk, LIM, &mut p).unwrap();
         assert_eq!(p.bytes, 8192);
         assert_eq!(f.i_size(ino), 20480);
-        assert!(build(&mut f, ino, false, 100, 4096, Boundary::PerChunk, LIM).is_err());
+        assert!(build(&mut f, ino, false, 100, 4096, Boundary::PerChunk, LIM, &mut p).is_err());
     }
 }

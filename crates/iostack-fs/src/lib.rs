@@ -8,6 +8,9 @@
 
 pub mod dio;
 pub mod ext2;
+mod rawdev;
+
+pub use rawdev::RawBdev;
 mod tunables;
 
 pub use tunables::TUNABLES;

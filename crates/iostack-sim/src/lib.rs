@@ -1,14 +1,11 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Assembly and the public library API: a machine, a kernel profile with its
+//! tunables, a scheduler, a workload and a seed go in; a run of the simulated stack
+//! comes out, with its event stream delivered to whatever sinks are attached.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod check;
+pub mod machine;
+pub mod stats;
+pub mod workload;
+mod world;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use world::{tunable_tables, SimConfig, SimError, Simulation};

@@ -1,0 +1,223 @@
+//! Per-process results of a run, kept in constant memory: counters and latency
+//! accumulators, never per-I/O records.
+
+use crate::workload::{Dir, ProcSpec};
+use iostack_block::QueueStats;
+use iostack_des::{Duration, Instant};
+
+/// Latency accumulator: count, extremes, sum and sum of squares, and a log-linear
+/// histogram (64 sub-buckets per power of two) for percentiles.
+#[derive(Clone, Debug, Default)]
+pub struct Lat {
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u128,
+    pub sum_sq: u128,
+    buckets: Vec<u64>,
+}
+
+const SUB_BITS: u32 = 6;
+
+fn bucket_of(v: u64) -> usize {
+    if v < (1 << SUB_BITS) {
+        return v as usize;
+    }
+    let msb = 63 - v.leading_zeros();
+    let shift = msb - SUB_BITS;
+    let sub = (v >> shift) & ((1 << SUB_BITS) - 1);
+    (((shift + 1) << SUB_BITS) + sub as u32) as usize
+}
+
+fn bucket_value(i: usize) -> u64 {
+    let i = i as u64;
+    if i < (1 << SUB_BITS) {
+        return i;
+    }
+    let shift = (i >> SUB_BITS) - 1;
+    let sub = i & ((1 << SUB_BITS) - 1);
+    // Midpoint of the bucket.
+    (((1 << SUB_BITS) | sub) << shift) + (1u64 << shift) / 2
+}
+
+impl Lat {
+    pub fn add(&mut self, ns: u64) {
+        if self.n == 0 || ns < self.min {
+            self.min = ns;
+        }
+        if ns > self.max {
+            self.max = ns;
+        }
+        self.n += 1;
+        self.sum += ns as u128;
+        self.sum_sq += (ns as u128) * (ns as u128);
+        let b = bucket_of(ns);
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let mean = self.sum as f64 / n;
+        let var = (self.sum_sq as f64 - n * mean * mean) / (n - 1.0);
+        var.max(0.0).sqrt()
+    }
+    /// The value at percentile `p` (0..=100), from the histogram.
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let target = ((p / 100.0) * self.n as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                return bucket_value(i).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    pub ios: u64,
+    pub bytes: u64,
+    /// I/Os that transferred less than asked (end of file).
+    pub short: u64,
+    pub slat: Lat,
+    pub clat: Lat,
+    pub lat: Lat,
+    /// Bytes completed per 500 ms window since the job started.
+    pub bw_windows: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProcResult {
+    pub name: String,
+    pub comm: String,
+    pub group: u32,
+    pub pid: u32,
+    pub iodepth: u32,
+    pub start: Instant,
+    pub end: Instant,
+    pub dirs: [DirStats; 2],
+    /// I/Os submitted at each in-flight depth (1, 2, 4, 8, 16, 32, >=64 buckets).
+    pub depth_hist: [u64; 7],
+    pub error: Option<String>,
+}
+
+impl ProcResult {
+    pub fn new(spec: &ProcSpec, pid: u32) -> Self {
+        ProcResult {
+            name: spec.name.clone(),
+            comm: spec.comm.clone(),
+            group: spec.group,
+            pid,
+            iodepth: 1,
+            start: Instant::ZERO,
+            end: Instant::ZERO,
+            dirs: Default::default(),
+            depth_hist: [0; 7],
+            error: None,
+        }
+    }
+
+    pub fn runtime(&self) -> Duration {
+        self.end.since(self.start)
+    }
+
+    pub(crate) fn note_depth(&mut self, depth: u32) {
+        let i = match depth {
+            0..=1 => 0,
+            2 => 1,
+            3..=4 => 2,
+            5..=8 => 3,
+            9..=16 => 4,
+            17..=32 => 5,
+            _ => 6,
+        };
+        self.depth_hist[i] += 1;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        asked: u64,
+        slat: Duration,
+        clat: Duration,
+        lat: Duration,
+        issued_since_start: Duration,
+    ) {
+        let d = &mut self.dirs[dir as usize];
+        d.ios += 1;
+        d.bytes += bytes;
+        if bytes < asked {
+            d.short += 1;
+        }
+        d.slat.add(slat.as_ns());
+        d.clat.add(clat.as_ns());
+        d.lat.add(lat.as_ns());
+        let w = ((issued_since_start + lat).as_ns() / 500_000_000) as usize;
+        if d.bw_windows.len() <= w {
+            d.bw_windows.resize(w + 1, 0);
+        }
+        d.bw_windows[w] += bytes;
+    }
+}
+
+/// Everything a run produced besides its traces.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub procs: Vec<ProcResult>,
+    pub queue: QueueStats,
+    pub end: Instant,
+    pub events: u64,
+    pub scheduler: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotone_and_tight() {
+        let mut last = 0;
+        for v in [0u64, 1, 63, 64, 65, 127, 128, 1000, 1_000_000, 123_456_789] {
+            let b = bucket_of(v);
+            assert!(b >= last);
+            last = b;
+            let mid = bucket_value(b);
+            let err = mid.abs_diff(v) as f64 / (v.max(1) as f64);
+            assert!(err < 0.02 || v < 64, "{v} -> {mid}");
+        }
+    }
+
+    #[test]
+    fn percentiles_match_a_sort() {
+        let mut l = Lat::default();
+        let mut v: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 100_003 + 1000).collect();
+        for &x in &v {
+            l.add(x);
+        }
+        v.sort();
+        for p in [1.0, 50.0, 90.0, 99.0] {
+            let exact = v[((p / 100.0) * 1000.0) as usize - 1] as f64;
+            let got = l.percentile(p) as f64;
+            assert!((got - exact).abs() / exact < 0.02, "p{p}: {got} vs {exact}");
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! What the simulated processes do, independent of the front end that described it
+//! (fio job files, dd command lines, experiment files).
+
+use iostack_des::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Read,
+    Write,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    Sequential,
+    /// fio's random offsets: uniform block choice, with a random map so each block
+    /// is visited once per pass unless `norandommap`.
+    Random { norandommap: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// One I/O at a time, the caller waits (sync, psync, vsync, pvsync, pvsync2).
+    Sync,
+    /// Asynchronous submission up to `iodepth` in flight (libaio, io_uring).
+    Async,
+}
+
+/// Where the I/O goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A file on the machine's file system, created (laid out) before the run if
+    /// it does not exist, sequentially from block `goal` if given.
+    File { path: String, size: u64, goal: Option<u64> },
+    /// A block device node (`/dev/sda`, `/dev/sda1`).
+    Device { path: String },
+}
+
+/// One process (a fio job clone or a dd).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcSpec {
+    /// Task name as blktrace records it (`comm`, at most 15 characters).
+    pub comm: String,
+    /// Report name (fio job name).
+    pub name: String,
+    pub group: u32,
+    pub target: Target,
+    pub pattern: Pattern,
+    /// Percentage of reads for mixed workloads (100 = read only, 0 = write only).
+    pub read_pct: u32,
+    pub bs: [u64; 2],
+    /// First byte of the region and its length.
+    pub offset: u64,
+    pub region: u64,
+    /// Bytes of I/O to do (fio `io_size`, by default the region).
+    pub io_size: u64,
+    pub engine: Engine,
+    pub iodepth: u32,
+    pub direct: bool,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    pub startdelay: Duration,
+    /// Wait for all earlier processes to finish before starting (fio `stonewall`).
+    pub stonewall: bool,
+    /// I/O priority (class, level).
+    pub ioprio: (u8, u8),
+    /// Fixed task id and CPU (to mirror a published trace); assigned otherwise.
+    pub pid: Option<u32>,
+    pub cpu: Option<u32>,
+}
