@@ -11,6 +11,28 @@ use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TraceRecord, Tracer, Tun
 use iostack_des::{Duration, Instant};
 use iostack_device::{Device, DeviceCmd};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Multiplicative hash for sector keys (`hash_long` in the kernel's `elv_rqhash`);
+/// lookups only, never iterated, so order cannot leak into results.
+#[derive(Default)]
+struct SectorHasher(u64);
+
+impl Hasher for SectorHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type SectorMap<V> = HashMap<Sector, V, BuildHasherDefault<SectorHasher>>;
 
 /// Static configuration of one queue, built from the tunables and the device.
 #[derive(Clone, Debug)]
@@ -171,7 +193,7 @@ pub struct RequestQueue {
     /// `q->last_merge`.
     last_merge: Option<RqId>,
     /// `elv_rqhash`: end sector → request, for back merges of sorted requests.
-    hash: HashMap<Sector, RqId>,
+    hash: SectorMap<RqId>,
     /// Requests whose end sector collided in `hash` (rare; linear scan).
     hash_overflow: Vec<(Sector, RqId)>,
     /// `q->end_sector` and `q->boundary_rq` for `elv_dispatch_sort`.
@@ -208,7 +230,7 @@ impl RequestQueue {
             rqs: RequestPool::default(),
             dispatch: VecDeque::new(),
             last_merge: None,
-            hash: HashMap::new(),
+            hash: SectorMap::default(),
             hash_overflow: Vec::new(),
             end_sector: 0,
             boundary_rq: None,

@@ -6,7 +6,8 @@
 
 use crate::{Device, DeviceCmd, HwLimits};
 use iostack_des::{Duration, Instant};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FixedParams {
@@ -23,8 +24,8 @@ pub struct FixedParams {
 pub struct Fixed {
     p: FixedParams,
     waiting: VecDeque<DeviceCmd>,
-    /// When each channel becomes free.
-    busy_until: Vec<Instant>,
+    /// When each channel becomes free, earliest first (ties by channel number).
+    busy_until: BinaryHeap<Reverse<(Instant, u32)>>,
     outstanding: u32,
 }
 
@@ -32,7 +33,7 @@ impl Fixed {
     pub fn new(p: FixedParams) -> Self {
         assert!(p.channels >= 1 && p.queue_depth >= 1);
         Fixed {
-            busy_until: vec![Instant::ZERO; p.channels as usize],
+            busy_until: (0..p.channels).map(|c| Reverse((Instant::ZERO, c))).collect(),
             waiting: VecDeque::with_capacity(p.queue_depth as usize),
             outstanding: 0,
             p,
@@ -72,17 +73,19 @@ impl Device for Fixed {
     fn poll(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         // Start waiting commands on channels in order; a command is started (and
         // its completion decided) at the earliest instant a channel frees.
+        if self.p.channels >= self.p.queue_depth {
+            // A free channel always exists (outstanding < depth <= channels): every
+            // command starts at once.
+            while let Some(cmd) = self.waiting.pop_front() {
+                out.push((now + self.service_time(cmd.sectors), cmd.id));
+            }
+            return;
+        }
         while let Some(cmd) = self.waiting.front().copied() {
-            let (ch, free) = self
-                .busy_until
-                .iter()
-                .copied()
-                .enumerate()
-                .min_by_key(|&(i, t)| (t, i))
-                .expect("at least one channel");
+            let Reverse((free, ch)) = self.busy_until.pop().expect("at least one channel");
             let start = if free > now { free } else { now };
             let done = start + self.service_time(cmd.sectors);
-            self.busy_until[ch] = done;
+            self.busy_until.push(Reverse((done, ch)));
             self.waiting.pop_front();
             out.push((done, cmd.id));
         }

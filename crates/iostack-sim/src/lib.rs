@@ -3,9 +3,26 @@
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
 pub mod check;
+pub mod experiment;
+pub mod frontend;
 pub mod machine;
 pub mod stats;
 pub mod workload;
 mod world;
 
 pub use world::{tunable_tables, SimConfig, SimError, Simulation};
+
+/// A hash of everything a run depends on besides the seed: machine, profile and
+/// tunables, scheduler and workload. Printed with every output.
+pub fn config_hash(cfg: &SimConfig) -> u64 {
+    let mut s = String::new();
+    s.push_str(&cfg.machine.canonical());
+    s.push('\n');
+    s.push_str(&cfg.tunables.canonical());
+    s.push_str(&cfg.scheduler);
+    s.push('\n');
+    for p in &cfg.procs {
+        s.push_str(&format!("{p:?}\n"));
+    }
+    iostack_des::fnv1a64(s.as_bytes())
+}

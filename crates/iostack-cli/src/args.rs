@@ -1,0 +1,237 @@
+//! The flag table, declared once: it drives parsing, `--help` and the errors.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    Nothing,
+    Value(&'static str),
+}
+
+pub struct Flag {
+    pub long: &'static str,
+    pub takes: Takes,
+    pub repeat: bool,
+    pub doc: &'static str,
+}
+
+pub const FLAGS: &[Flag] = &[
+    Flag {
+        long: "machine",
+        takes: Takes::Value("PRESET|FILE"),
+        repeat: false,
+        doc: "machine preset or machine file (default: per command)",
+    },
+    Flag {
+        long: "kernel",
+        takes: Takes::Value("PROFILE"),
+        repeat: false,
+        doc: "kernel profile: 2.4, 2.6.28, 2.6.32, 2.6.33-36, 2.6.37, 3.10, 6.x",
+    },
+    Flag {
+        long: "sched",
+        takes: Takes::Value("NAME"),
+        repeat: false,
+        doc: "I/O scheduler (noop, deadline)",
+    },
+    Flag {
+        long: "set",
+        takes: Takes::Value("KEY=VALUE"),
+        repeat: true,
+        doc: "set a tunable (repeatable); `iostack tunables` lists them",
+    },
+    Flag {
+        long: "seed",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "random seed (default 1)",
+    },
+    Flag {
+        long: "output-format",
+        takes: Takes::Value("normal|json|old"),
+        repeat: false,
+        doc: "fio report format; old is fio's pre-2.17 format with aggrb=",
+    },
+    Flag {
+        long: "blktrace",
+        takes: Takes::Value("PREFIX"),
+        repeat: false,
+        doc: "write blktrace binary files PREFIX.blktrace.N",
+    },
+    Flag {
+        long: "ftrace",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "write the kernel ftrace blk tracer's text to FILE (- for stdout)",
+    },
+    Flag {
+        long: "blkparse",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "write blkparse's default text output to FILE (- for stdout)",
+    },
+    Flag {
+        long: "json",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "reproduce: print one JSON array of records",
+    },
+    Flag {
+        long: "trace-dir",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "reproduce: write each variant's blktrace files under DIR/EXPERIMENT/VARIANT/",
+    },
+    Flag {
+        long: "experiments",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "reproduce: read experiment files from DIR instead of the built-in set",
+    },
+    Flag {
+        long: "check",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "run the full invariant checks after every event",
+    },
+    Flag {
+        long: "help",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "print help",
+    },
+];
+
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    pub positional: Vec<String>,
+    /// (flag, value) in the order given.
+    pub flags: Vec<(&'static str, String)>,
+}
+
+impl Parsed {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.flags
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.flags
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.flags.iter().any(|(n, _)| *n == name)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Parse `args` against the flags `allowed` for a command. `--flag=value` and
+/// `--flag value` both work; `--` ends flags. `passthrough` keeps non-flag
+/// words (dd operands) as positionals.
+pub fn parse(args: &[String], allowed: &[&str]) -> Result<Parsed, ArgError> {
+    let mut p = Parsed::default();
+    let mut i = 0;
+    let mut flags_done = false;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if flags_done || !a.starts_with("--") || a == "-" {
+            p.positional.push(a.clone());
+            continue;
+        }
+        if a == "--" {
+            flags_done = true;
+            continue;
+        }
+        let body = &a[2..];
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let Some(flag) = FLAGS.iter().find(|f| f.long == name) else {
+            return Err(ArgError(format!("unknown option '--{name}'; see --help")));
+        };
+        if !allowed.contains(&name) {
+            return Err(ArgError(format!(
+                "option '--{name}' does not apply to this command; see --help"
+            )));
+        }
+        let value = match flag.takes {
+            Takes::Nothing => {
+                if inline.is_some() {
+                    return Err(ArgError(format!("option '--{name}' takes no value")));
+                }
+                String::new()
+            }
+            Takes::Value(what) => match inline {
+                Some(v) => v,
+                None => {
+                    if i >= args.len() {
+                        return Err(ArgError(format!("option '--{name}' needs a value ({what})")));
+                    }
+                    i += 1;
+                    args[i - 1].clone()
+                }
+            },
+        };
+        if !flag.repeat && p.has(flag.long) {
+            return Err(ArgError(format!("option '--{name}' given twice")));
+        }
+        p.flags.push((flag.long, value));
+    }
+    Ok(p)
+}
+
+/// Help text for the flags of a command.
+pub fn help(allowed: &[&str]) -> String {
+    let mut s = String::new();
+    for f in FLAGS.iter().filter(|f| allowed.contains(&f.long)) {
+        let left = match f.takes {
+            Takes::Nothing => format!("--{}", f.long),
+            Takes::Value(v) => format!("--{} {}", f.long, v),
+        };
+        s.push_str(&format!("  {left:<32} {}\n", f.doc));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_and_rejects() {
+        let p = parse(
+            &v(&["job.fio", "--seed=3", "--set", "a=1", "--set", "b=2"]),
+            &["seed", "set"],
+        )
+        .unwrap();
+        assert_eq!(p.positional, vec!["job.fio"]);
+        assert_eq!(p.get("seed"), Some("3"));
+        assert_eq!(p.all("set"), vec!["a=1", "b=2"]);
+        assert_eq!(
+            parse(&v(&["--bogus"]), &["seed"]).unwrap_err().0,
+            "unknown option '--bogus'; see --help"
+        );
+        assert!(parse(&v(&["--json"]), &["seed"]).unwrap_err().0.contains("does not apply"));
+        assert!(parse(&v(&["--seed"]), &["seed"]).unwrap_err().0.contains("needs a value"));
+        assert!(parse(&v(&["--seed=1", "--seed=2"]), &["seed"]).is_err());
+    }
+}

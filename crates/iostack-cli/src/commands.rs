@@ -1,0 +1,336 @@
+//! The commands: `run`, `dd`, `reproduce`, `tunables`.
+
+use crate::args::{self, ArgError, Parsed};
+use iostack_core::{Profile, TraceSink, Tunables};
+use iostack_des::{Duration, Seed};
+use iostack_report::blktrace::BlktraceWriter;
+use iostack_sim::experiment::{self, Experiment, VariantRun};
+use iostack_sim::machine::{self, Machine};
+use iostack_sim::{config_hash, tunable_tables, SimConfig, Simulation};
+use std::any::Any;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+type Result<T> = std::result::Result<T, String>;
+
+const COMMON: &[&str] = &[
+    "machine",
+    "kernel",
+    "sched",
+    "set",
+    "seed",
+    "output-format",
+    "blktrace",
+    "ftrace",
+    "blkparse",
+    "check",
+    "help",
+];
+const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"];
+const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "help"];
+
+/// The experiment files built into the binary (`experiments/*.toml`).
+const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[(
+    "seed-002.toml",
+    include_str!("../../../experiments/seed-002.toml"),
+)];
+
+fn usage() -> String {
+    format!(
+        "iostack: a deterministic simulator of the Linux storage I/O stack\n\n\
+         usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
+         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
+         iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
+        args::help(COMMON)
+    )
+}
+
+pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
+    let Some(cmd) = argv.first() else {
+        eprint!("{}", usage());
+        return Ok(ExitCode::from(2));
+    };
+    let rest = &argv[1..];
+    let ae = |e: ArgError| e.0;
+    match cmd.as_str() {
+        "run" => run_fio(&args::parse(rest, COMMON).map_err(ae)?),
+        "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
+        "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
+        "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
+        "help" | "--help" | "-h" => {
+            print!("{}", usage());
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err(format!("unknown command '{cmd}'; see `iostack --help`")),
+    }
+}
+
+fn seed_of(p: &Parsed) -> Result<Seed> {
+    match p.get("seed") {
+        None => Ok(Seed(1)),
+        Some(s) => s
+            .parse::<u64>()
+            .map(Seed)
+            .map_err(|_| format!("--seed: expected an unsigned integer, got '{s}'")),
+    }
+}
+
+fn machine_of(p: &Parsed, default: &str) -> Result<Machine> {
+    let name = p.get("machine").unwrap_or(default);
+    if Path::new(name).is_file() {
+        let text = std::fs::read_to_string(name).map_err(|e| format!("{name}: {e}"))?;
+        machine::parse_file(name, &text).map_err(|e| e.to_string())
+    } else {
+        machine::preset(name).map_err(|e| e.to_string())
+    }
+}
+
+fn tunables_of(p: &Parsed) -> Result<Tunables> {
+    let profile = Profile::parse(p.get("kernel").unwrap_or("2.6.36"))?;
+    let mut t = Tunables::new(profile, &tunable_tables());
+    for kv in p.all("set") {
+        t.set_str(kv).map_err(|e| format!("--set {kv}: {e}"))?;
+    }
+    Ok(t)
+}
+
+fn config_of(p: &Parsed, procs: Vec<iostack_sim::workload::ProcSpec>, m: Machine) -> Result<SimConfig> {
+    let t = tunables_of(p)?;
+    let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
+    iostack_iosched::by_name(&scheduler, &t)?;
+    Ok(SimConfig {
+        machine: m,
+        tunables: t,
+        scheduler,
+        seed: seed_of(p)?,
+        procs,
+        checks: p.has("check") || cfg!(debug_assertions),
+        time_limit: Duration::secs(24 * 3600),
+    })
+}
+
+/// `iostack tunables`: every tunable of the profile with value and unit, like
+/// reading sysfs.
+fn tunables(p: &Parsed) -> Result<ExitCode> {
+    if p.has("help") {
+        print!("usage: iostack tunables [options]\n{}", args::help(TUNABLES));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let t = tunables_of(p)?;
+    let m = machine_of(p, "sata-2009")?;
+    let sched = p.get("sched").unwrap_or(&m.scheduler).to_string();
+    iostack_iosched::by_name(&sched, &t)?;
+    println!("# kernel profile {}, machine {}, scheduler {}", t.profile(), m.name, sched);
+    let names: Vec<String> = iostack_iosched::SCHEDULERS
+        .iter()
+        .map(|(n, _)| if *n == sched { format!("[{n}]") } else { n.to_string() })
+        .collect();
+    println!("{:<40} {}", "queue/scheduler", names.join(" "));
+    for (d, v) in t.iter() {
+        if let Some(rest) = d.name.strip_prefix("iosched/") {
+            if !rest.starts_with(&format!("{sched}/")) {
+                continue;
+            }
+        }
+        let val = Tunables::render(d, v);
+        let unit = match d.unit {
+            iostack_core::Unit::Enum(names) => format!("one of {}", names.join("|")),
+            u => u.label().to_string(),
+        };
+        println!("{:<40} {:<20} {}", d.name, val, unit);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_fio(p: &Parsed) -> Result<ExitCode> {
+    if p.has("help") || p.positional.is_empty() {
+        print!("usage: iostack run JOB.fio [options]\n{}", args::help(COMMON));
+        return Ok(ExitCode::from(if p.has("help") { 0 } else { 2 }));
+    }
+    let mut procs = Vec::new();
+    let m = machine_of(p, "sata-2009")?;
+    for path in &p.positional {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        procs.extend(iostack_sim::frontend::fio_procs(path, &text, &m)?);
+    }
+    let cfg = config_of(p, procs, m)?;
+    simulate_and_report(p, cfg, Report::Fio)
+}
+
+fn run_dd(p: &Parsed) -> Result<ExitCode> {
+    if p.has("help") {
+        print!("usage: iostack dd if=FILE of=FILE iflag=direct bs=N count=N [options]\n{}", args::help(COMMON));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let m = machine_of(p, "sata-2009")?;
+    let procs = iostack_sim::frontend::dd_procs(&p.positional.join(" "), &m)?;
+    let cfg = config_of(p, procs, m)?;
+    simulate_and_report(p, cfg, Report::Dd)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Report {
+    Fio,
+    Dd,
+}
+
+pub fn take<T: 'static>(sinks: &mut Vec<Box<dyn TraceSink>>) -> Option<Box<T>> {
+    let i = sinks.iter().position(|s| (&**s as &dyn Any).is::<T>())?;
+    let any: Box<dyn Any> = sinks.remove(i);
+    any.downcast::<T>().ok()
+}
+
+fn write_out(target: &str, text: &str) -> Result<()> {
+    if target == "-" {
+        print!("{text}");
+        Ok(())
+    } else {
+        std::fs::write(target, text).map_err(|e| format!("{target}: {e}"))
+    }
+}
+
+fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
+    let hash = config_hash(&cfg);
+    let seed = cfg.seed;
+    let disk = cfg.machine.disk;
+    let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
+    if p.has("check") {
+        sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
+    }
+    if p.has("blktrace") {
+        sim.attach(Box::new(BlktraceWriter::for_device(disk)));
+    }
+    crate::sinks::attach_text(&mut sim, p.has("ftrace"), p.has("blkparse"));
+    let (result, mut sinks) = sim.run();
+    if let Some(prefix) = p.get("blktrace") {
+        let w = take::<BlktraceWriter>(&mut sinks).expect("attached");
+        w.write_files(Path::new(prefix))
+            .map_err(|e| format!("--blktrace {prefix}: {e}"))?;
+    }
+    if let Some(f) = p.get("ftrace") {
+        write_out(f, &crate::sinks::ftrace_text(&mut sinks, seed, hash))?;
+    }
+    if let Some(f) = p.get("blkparse") {
+        write_out(f, &crate::sinks::blkparse_text(&mut sinks))?;
+    }
+    let err = result.procs.iter().find_map(|p| p.error.clone());
+    match report {
+        Report::Fio => {
+            let fmt = p.get("output-format").unwrap_or("normal");
+            print!("{}", crate::sinks::fio_report(&result, fmt, seed, hash)?);
+        }
+        Report::Dd => print!("{}", crate::sinks::dd_report(&result, seed, hash)),
+    }
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// -------------------------------------------------------------------------------
+// reproduce
+
+fn load_experiments(p: &Parsed) -> Result<Vec<(String, String)>> {
+    match p.get("experiments") {
+        None => Ok(BUILTIN_EXPERIMENTS
+            .iter()
+            .map(|(n, t)| (format!("experiments/{n}"), t.to_string()))
+            .collect()),
+        Some(dir) => {
+            let mut v = Vec::new();
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(|e| format!("--experiments {dir}: {e}"))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            entries.sort();
+            for path in entries {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                v.push((path.display().to_string(), text));
+            }
+            Ok(v)
+        }
+    }
+}
+
+fn reproduce(p: &Parsed) -> Result<ExitCode> {
+    if p.has("help") {
+        print!("usage: iostack reproduce [NAME...] [options]\n{}", args::help(REPRODUCE));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let seed = seed_of(p)?;
+    let mut exps: Vec<(String, Experiment)> = Vec::new();
+    for (path, text) in load_experiments(p)? {
+        exps.push((path.clone(), experiment::parse(&path, &text).map_err(|e| e.to_string())?));
+    }
+    for want in &p.positional {
+        if !exps.iter().any(|(_, e)| &e.name == want) {
+            let names: Vec<&str> = exps.iter().map(|(_, e)| e.name.as_str()).collect();
+            return Err(format!("no experiment named '{want}' (have: {})", names.join(", ")));
+        }
+    }
+    let json = p.has("json");
+    let trace_dir = p.get("trace-dir").map(PathBuf::from);
+    let mut records = Vec::new();
+    let mut text = String::new();
+    for (path, e) in &exps {
+        if !p.positional.is_empty() && !p.positional.contains(&e.name) {
+            continue;
+        }
+        let fio = match &e.workload.fio {
+            Some(f) => {
+                let dir = Path::new(path).parent().unwrap_or(Path::new("."));
+                let fp = dir.join(f);
+                let t = std::fs::read_to_string(&fp).map_err(|err| format!("{}: {err}", fp.display()))?;
+                Some((fp.display().to_string(), t))
+            }
+            None => None,
+        };
+        let runs = e
+            .run(seed, fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())), |_, cfg| {
+                crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some())
+            })
+            .map_err(|err| err.to_string())?;
+        let mut runs = runs;
+        if let Some(dir) = &trace_dir {
+            for r in &mut runs {
+                let d = dir.join(&e.name).join(&r.variant);
+                std::fs::create_dir_all(&d).map_err(|err| format!("{}: {err}", d.display()))?;
+                let w = take::<BlktraceWriter>(&mut r.sinks).expect("attached");
+                let disk = w.device().map(|d| d.minor).unwrap_or(0);
+                let _ = disk;
+                w.write_files(&d.join("trace"))
+                    .map_err(|err| format!("{}: {err}", d.display()))?;
+            }
+        }
+        let rows = e.rows(&runs);
+        let changes = e.changes(&rows);
+        if json {
+            for r in &rows {
+                records.push(serde_json::json!({
+                    "experiment": r.experiment,
+                    "variant": r.variant,
+                    "metric": r.metric,
+                    "unit": r.unit,
+                    "published": r.published,
+                    "simulated": r.simulated,
+                }));
+            }
+        } else {
+            text.push_str(&crate::sinks::reproduce_text(e, &mut runs, &rows, &changes));
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::Value::Array(records)).expect("json")
+        );
+    } else {
+        print!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(dead_code)]
+fn _unused(_: &VariantRun) {}

@@ -1,0 +1,161 @@
+//! Which sinks a command attaches, and how their output is printed.
+
+use crate::commands::take;
+use iostack_core::TraceSink;
+use iostack_des::Seed;
+use iostack_report::blkparse::BlkparseSink;
+use iostack_report::blktrace::BlktraceWriter;
+use iostack_report::ftrace::{FtraceSink, FtraceStyle};
+use iostack_sim::experiment::{Change, Experiment, Row, VariantRun};
+use iostack_sim::stats::RunResult;
+use iostack_sim::{SimConfig, Simulation};
+
+/// The provenance line every output carries.
+pub fn provenance(seed: Seed, hash: u64) -> String {
+    format!("seed={} config={hash:016x}", seed.0)
+}
+
+pub fn attach_text(sim: &mut Simulation, ftrace: bool, blkparse: bool) {
+    if ftrace {
+        sim.attach(Box::new(FtraceSink::new(FtraceStyle::Kernel)));
+    }
+    if blkparse {
+        sim.attach(Box::new(BlkparseSink::new("iostack")));
+    }
+}
+
+pub fn ftrace_text(sinks: &mut Vec<Box<dyn TraceSink>>, seed: Seed, hash: u64) -> String {
+    let s = take::<FtraceSink>(sinks).expect("attached");
+    format!(
+        "# tracer: blk\n# iostack {}\n#\n{}",
+        provenance(seed, hash),
+        s.text()
+    )
+}
+
+pub fn blkparse_text(sinks: &mut Vec<Box<dyn TraceSink>>) -> String {
+    take::<BlkparseSink>(sinks).expect("attached").text()
+}
+
+/// dd's own summary for the run, as GNU dd prints it, after a provenance line.
+pub fn dd_report(r: &RunResult, seed: Seed, hash: u64) -> String {
+    let mut s = format!("# iostack {}\n", provenance(seed, hash));
+    for p in r.procs.iter().filter(|p| p.comm == "dd") {
+        let d = &p.dirs[0];
+        let full = d.ios - d.short;
+        let secs = p.runtime().as_ns() as f64 / 1e9;
+        let out = if p.dirs[1].ios > 0 { p.dirs[1].ios } else { d.ios };
+        s.push_str(&iostack_report::dd::summary(
+            (full, d.short),
+            (out - d.short.min(out), d.short.min(out)),
+            d.bytes.max(p.dirs[1].bytes),
+            secs.max(1e-9),
+        ));
+    }
+    s
+}
+
+/// fio's report for a run.
+pub fn fio_report(r: &RunResult, format: &str, seed: Seed, hash: u64) -> Result<String, String> {
+    crate::fio_out::render(r, format, seed, hash)
+}
+
+/// Sinks for one variant of an experiment: its trace format, and blktrace files
+/// when a trace directory was asked for.
+pub fn reproduce_sinks(e: &Experiment, cfg: &SimConfig, blktrace: bool) -> Vec<Box<dyn TraceSink>> {
+    let mut v: Vec<Box<dyn TraceSink>> = Vec::new();
+    let disk = cfg.machine.disk;
+    match e.trace.as_deref() {
+        Some("ftrace") => v.push(Box::new(FtraceSink::for_device(FtraceStyle::Collapsed, disk))),
+        Some("blkparse") => v.push(Box::new(BlkparseSink::for_device("trace", disk))),
+        _ => {}
+    }
+    if blktrace {
+        v.push(Box::new(BlktraceWriter::for_device(disk)));
+    }
+    v
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn pct(r: f64) -> String {
+    if r.is_infinite() {
+        "from 0".into()
+    } else {
+        format!("{:+.1}%", (r - 1.0) * 100.0)
+    }
+}
+
+/// The human-readable reproduction of one experiment.
+pub fn reproduce_text(
+    e: &Experiment,
+    runs: &mut [VariantRun],
+    rows: &[Row],
+    changes: &[Change],
+) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("== {}: {}\n", e.name, e.title));
+    s.push_str(&format!("   source: {}\n", e.source));
+    for n in &e.notes {
+        s.push_str(&format!("   note: {n}\n"));
+    }
+    for run in runs.iter_mut() {
+        let v = e
+            .variants
+            .iter()
+            .find(|v| v.name == run.variant)
+            .expect("variant of this experiment");
+        s.push_str(&format!(
+            "\n-- variant {} ({}; {}, {} events)\n",
+            run.variant,
+            v.description.as_deref().unwrap_or(""),
+            provenance(run.seed, run.config_hash),
+            run.result.events
+        ));
+        if let Some(f) = take::<FtraceSink>(&mut run.sinks) {
+            s.push_str(f.text());
+        }
+        if let Some(b) = take::<BlkparseSink>(&mut run.sinks) {
+            s.push_str(&b.text());
+        }
+    }
+    s.push_str(&format!(
+        "\n{:<12} {:<22} {:<10} {:>12} {:>12}\n",
+        "variant", "metric", "unit", "published", "simulated"
+    ));
+    for r in rows {
+        s.push_str(&format!(
+            "{:<12} {:<22} {:<10} {:>12} {:>12}\n",
+            r.variant,
+            r.metric,
+            r.unit,
+            r.published.map(num).unwrap_or_else(|| "-".into()),
+            num(r.simulated)
+        ));
+    }
+    if !changes.is_empty() {
+        s.push_str("\nchanges (published vs simulated):\n");
+        for c in changes {
+            s.push_str(&format!(
+                "  {:<22} {} -> {}: published {}, simulated {}: direction {}, size {}\n",
+                c.metric,
+                c.from,
+                c.to,
+                pct(c.published_ratio),
+                pct(c.simulated_ratio),
+                if c.direction_ok { "matches" } else { "MISSES" },
+                if c.size_ok { "matches" } else { "MISSES" },
+            ));
+        }
+    }
+    s.push('\n');
+    s
+}

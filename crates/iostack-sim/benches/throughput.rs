@@ -1,0 +1,96 @@
+//! Simulated I/Os per wall-clock second. Each case is reported by criterion as
+//! elements (I/Os) per second; the `baseline/event-queue` case is the floor of the
+//! engine itself (three heap operations per I/O with no storage model), so the
+//! ratio of a case to it is the cost of the modelled stack.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use iostack_core::{Profile, Tunables};
+use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
+use iostack_sim::machine;
+use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
+use iostack_sim::{tunable_tables, SimConfig, Simulation};
+
+const IOS: u64 = 100_000;
+
+fn randread(machine_name: &str, sched: &str, ios: u64) -> SimConfig {
+    let m = machine::preset(machine_name).expect("preset");
+    let dev = format!("/dev/{}", m.disk_name);
+    let region = 1u64 << 30;
+    SimConfig {
+        tunables: Tunables::new(Profile::V2_6_33, &tunable_tables()),
+        scheduler: sched.into(),
+        seed: Seed(1),
+        procs: vec![ProcSpec {
+            comm: "fio".into(),
+            name: "randread".into(),
+            group: 0,
+            target: Target::Device { path: dev },
+            pattern: Pattern::Random { norandommap: false },
+            read_pct: 100,
+            bs: [4096, 4096],
+            offset: 0,
+            region,
+            io_size: ios * 4096,
+            engine: Engine::Async,
+            iodepth: 32,
+            direct: true,
+            runtime: None,
+            time_based: false,
+            startdelay: Duration::ZERO,
+            stonewall: false,
+            ioprio: (2, 4),
+            pid: None,
+            cpu: None,
+        }],
+        checks: false,
+        time_limit: Duration::secs(1 << 20),
+        machine: m,
+    }
+}
+
+fn run(cfg: SimConfig) -> u64 {
+    let (r, _) = Simulation::new(cfg).expect("config").run();
+    let ios = r.procs[0].dirs[0].ios;
+    assert_eq!(ios * 4096, r.procs[0].dirs[0].bytes);
+    ios
+}
+
+/// The engine floor: per I/O, schedule a submit and a completion and pop both.
+fn event_queue_floor(ios: u64) -> u64 {
+    let mut q: EventQueue<u64> = EventQueue::new();
+    let mut rng = Rng::stream(Seed(1), "floor");
+    let mut done = 0;
+    for i in 0..32 {
+        q.schedule(Instant(i), i);
+    }
+    while let Some(s) = q.pop() {
+        done += 1;
+        if done >= 2 * ios {
+            break;
+        }
+        let lat = 1_000 + rng.below(1_000);
+        q.schedule(s.at + Duration(lat), s.event);
+    }
+    done / 2
+}
+
+fn benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("simulated-ios");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(IOS));
+    g.bench_function("baseline/event-queue", |b| b.iter(|| event_queue_floor(IOS)));
+    g.bench_function("null/noop/4k-randread-qd32", |b| {
+        b.iter_batched(|| randread("null", "noop", IOS), run, BatchSize::LargeInput)
+    });
+    g.bench_function("sata-2009/deadline/4k-randread-qd32", |b| {
+        b.iter_batched(
+            || randread("sata-2009", "deadline", IOS / 10),
+            run,
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(all, benches);
+criterion_main!(all);

@@ -1,0 +1,330 @@
+//! Experiments as data: a workload on a machine under a kernel profile, run in
+//! several variants (the patches under study), with metrics computed from each run
+//! and the published numbers beside them. Files live under `experiments/`.
+
+use crate::frontend;
+use crate::machine::{self, Machine};
+use crate::stats::RunResult;
+use crate::workload::ProcSpec;
+use crate::{tunable_tables, SimConfig, SimError, Simulation};
+use iostack_core::{Profile, TraceSink, Tunables};
+use iostack_des::{Duration, Seed};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    /// Where the published numbers come from.
+    pub source: String,
+    pub machine: String,
+    pub kernel: String,
+    pub scheduler: Option<String>,
+    /// Trace format printed for each variant by `iostack reproduce` (`ftrace`,
+    /// `blkparse`), if any.
+    pub trace: Option<String>,
+    #[serde(default)]
+    pub set: Vec<String>,
+    #[serde(default)]
+    pub setup: Vec<SetupFile>,
+    pub workload: WorkloadDef,
+    #[serde(rename = "variant")]
+    pub variants: Vec<Variant>,
+    #[serde(rename = "metric")]
+    pub metrics: Vec<MetricDef>,
+    /// What the experiment can and cannot show, printed with the results.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// A file laid out before the workload runs.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupFile {
+    pub path: String,
+    pub size: String,
+    /// First block of the sequential allocation.
+    pub goal_block: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadDef {
+    /// A dd operand list.
+    pub dd: Option<String>,
+    /// A fio job file, relative to the experiment file.
+    pub fio: Option<String>,
+    /// Fixed pid and CPU of the (first) process, to mirror a published trace.
+    pub pid: Option<u32>,
+    pub cpu: Option<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    pub description: Option<String>,
+    pub kernel: Option<String>,
+    pub scheduler: Option<String>,
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricDef {
+    pub name: String,
+    pub unit: String,
+    /// Published value per variant name; variants not listed have none.
+    #[serde(default)]
+    pub published: BTreeMap<String, f64>,
+}
+
+/// One row of `iostack reproduce`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub experiment: String,
+    pub variant: String,
+    pub metric: String,
+    pub unit: String,
+    pub published: Option<f64>,
+    pub simulated: f64,
+}
+
+/// A change between the baseline variant and another, published vs simulated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub metric: String,
+    pub from: String,
+    pub to: String,
+    pub published_ratio: f64,
+    pub simulated_ratio: f64,
+    pub direction_ok: bool,
+    pub size_ok: bool,
+}
+
+/// A variant's run: results plus the sinks that were attached.
+pub struct VariantRun {
+    pub variant: String,
+    pub result: RunResult,
+    pub sinks: Vec<Box<dyn TraceSink>>,
+    pub seed: Seed,
+    pub config_hash: u64,
+}
+
+pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
+    let e: Experiment =
+        toml::from_str(text).map_err(|e| SimError(format!("{path}: {}", e.to_string().trim())))?;
+    if e.variants.is_empty() {
+        return Err(SimError(format!("{path}: experiment has no [[variant]]")));
+    }
+    if e.workload.dd.is_some() == e.workload.fio.is_some() {
+        return Err(SimError(format!(
+            "{path}: [workload] needs exactly one of 'dd' or 'fio'"
+        )));
+    }
+    for m in &e.metrics {
+        if metric(&m.name).is_none() {
+            return Err(SimError(format!(
+                "{path}: unknown metric '{}' (known: {})",
+                m.name,
+                METRICS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        for v in m.published.keys() {
+            if !e.variants.iter().any(|x| &x.name == v) {
+                return Err(SimError(format!(
+                    "{path}: metric '{}' has a published value for unknown variant '{v}'",
+                    m.name
+                )));
+            }
+        }
+    }
+    Ok(e)
+}
+
+type MetricFn = fn(&RunResult) -> f64;
+
+/// Metrics an experiment can ask for, computed from a run.
+pub const METRICS: &[(&str, MetricFn)] = &[
+    ("queued_bios", |r| r.queue.bios_queued as f64),
+    ("dispatched_requests", |r| r.queue.requests_dispatched as f64),
+    ("merges", |r| (r.queue.back_merges + r.queue.front_merges) as f64),
+    ("read_KBps", |r| aggregate_kib_per_s(r, 0)),
+    ("write_KBps", |r| aggregate_kib_per_s(r, 1)),
+    ("elapsed_us", |r| r.end.as_ns() as f64 / 1000.0),
+];
+
+pub fn metric(name: &str) -> Option<MetricFn> {
+    METRICS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// fio's aggregate bandwidth of a direction: all bytes over the longest runtime.
+fn aggregate_kib_per_s(r: &RunResult, dir: usize) -> f64 {
+    let bytes: u64 = r.procs.iter().map(|p| p.dirs[dir].bytes).sum();
+    let run = r.procs.iter().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
+    if run == 0 {
+        return 0.0;
+    }
+    bytes as f64 / 1024.0 / (run as f64 / 1e9)
+}
+
+impl Experiment {
+    /// The configuration of one variant.
+    pub fn config(
+        &self,
+        v: &Variant,
+        seed: Seed,
+        fio_text: Option<(&str, &str)>,
+    ) -> Result<SimConfig, SimError> {
+        let m: Machine = machine::preset(&self.machine).map_err(|e| SimError(e.to_string()))?;
+        let kernel = v.kernel.as_deref().unwrap_or(&self.kernel);
+        let profile = Profile::parse(kernel).map_err(SimError)?;
+        let mut t = Tunables::new(profile, &tunable_tables());
+        for kv in self.set.iter().chain(v.set.iter()) {
+            t.set_str(kv)
+                .map_err(|e| SimError(format!("{} variant {}: {e}", self.name, v.name)))?;
+        }
+        let scheduler = v
+            .scheduler
+            .clone()
+            .or_else(|| self.scheduler.clone())
+            .unwrap_or_else(|| m.scheduler.clone());
+        let mut procs: Vec<ProcSpec> = Vec::new();
+        for f in &self.setup {
+            let size = frontend::parse_size(&f.size)
+                .map_err(|e| SimError(format!("{}: setup {}: {e}", self.name, f.path)))?;
+            procs.push(frontend::layout_only(&f.path, size, f.goal_block));
+        }
+        let mut work = match (&self.workload.dd, fio_text) {
+            (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
+            (None, Some((path, text))) => frontend::fio_procs(path, text, &m).map_err(SimError)?,
+            (None, None) => return Err(SimError("fio job text missing".into())),
+        };
+        if let Some(first) = work.first_mut() {
+            first.pid = self.workload.pid.or(first.pid);
+            first.cpu = self.workload.cpu.or(first.cpu);
+        }
+        procs.extend(work);
+        Ok(SimConfig {
+            machine: m,
+            tunables: t,
+            scheduler,
+            seed,
+            procs,
+            checks: true,
+            time_limit: Duration::secs(3600),
+        })
+    }
+
+    /// Run every variant, attaching the sinks `make_sinks` returns for each.
+    pub fn run(
+        &self,
+        seed: Seed,
+        fio_text: Option<(&str, &str)>,
+        mut make_sinks: impl FnMut(&Variant, &SimConfig) -> Vec<Box<dyn TraceSink>>,
+    ) -> Result<Vec<VariantRun>, SimError> {
+        let mut runs = Vec::new();
+        for v in &self.variants {
+            let cfg = self.config(v, seed, fio_text)?;
+            let hash = crate::config_hash(&cfg);
+            let sinks = make_sinks(v, &cfg);
+            let mut sim = Simulation::new(cfg)?;
+            sim.attach(Box::new(crate::check::Checker::new(true)));
+            for s in sinks {
+                sim.attach(s);
+            }
+            let (result, mut sinks) = sim.run();
+            sinks.remove(0); // the checker
+            if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
+                return Err(SimError(format!("{} variant {}: {e}", self.name, v.name)));
+            }
+            runs.push(VariantRun {
+                variant: v.name.clone(),
+                result,
+                sinks,
+                seed,
+                config_hash: hash,
+            });
+        }
+        Ok(runs)
+    }
+
+    /// Rows of published and simulated values.
+    pub fn rows(&self, runs: &[VariantRun]) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for run in runs {
+            for m in &self.metrics {
+                let f = metric(&m.name).expect("validated at parse");
+                rows.push(Row {
+                    experiment: self.name.clone(),
+                    variant: run.variant.clone(),
+                    metric: m.name.clone(),
+                    unit: m.unit.clone(),
+                    published: m.published.get(&run.variant).copied(),
+                    simulated: f(&run.result),
+                });
+            }
+        }
+        rows
+    }
+
+    /// Changes from the first variant with a published value to every other that
+    /// has one: does the simulated change go the same way, and is it of the same
+    /// size (simulated ratio within 25 % of the published ratio)?
+    pub fn changes(&self, rows: &[Row]) -> Vec<Change> {
+        let mut out = Vec::new();
+        for m in &self.metrics {
+            let mine: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.metric == m.name && r.published.is_some())
+                .collect();
+            let Some(base) = mine.first() else { continue };
+            for r in &mine[1..] {
+                let pb = base.published.expect("filtered");
+                let pr = r.published.expect("filtered");
+                let pub_ratio = ratio(pr, pb);
+                let sim_ratio = ratio(r.simulated, base.simulated);
+                let dir = |x: f64| {
+                    if (x - 1.0).abs() < 1e-9 {
+                        0
+                    } else if x > 1.0 {
+                        1
+                    } else {
+                        -1
+                    }
+                };
+                let size_ok = if pub_ratio == 0.0 || sim_ratio == 0.0 {
+                    pub_ratio == sim_ratio
+                } else {
+                    let q = sim_ratio / pub_ratio;
+                    (0.8..=1.25).contains(&q)
+                };
+                out.push(Change {
+                    metric: m.name.clone(),
+                    from: base.variant.clone(),
+                    to: r.variant.clone(),
+                    published_ratio: pub_ratio,
+                    simulated_ratio: sim_ratio,
+                    direction_ok: dir(pub_ratio) == dir(sim_ratio),
+                    size_ok,
+                });
+            }
+        }
+        out
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        if a == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        a / b
+    }
+}
