@@ -42,14 +42,14 @@ fn human2(bytes: u64, base: f64, units: &[&str]) -> String {
         i += 1;
     }
     if v < 10.0 {
-        let r = (v * 10.0).ceil() / 10.0;
+        let r = (v * 10.0).round() / 10.0;
         if r >= 10.0 {
             format!("{:.0} {}", r, units[i])
         } else {
             format!("{:.1} {}", r, units[i])
         }
     } else {
-        format!("{:.0} {}", v.ceil(), units[i])
+        format!("{:.0} {}", v.round(), units[i])
     }
 }
 

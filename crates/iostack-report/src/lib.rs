@@ -4,5 +4,6 @@
 
 pub mod blkparse;
 pub mod blktrace;
+pub mod dd;
 pub mod fio;
 pub mod ftrace;
