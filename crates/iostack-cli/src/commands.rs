@@ -148,13 +148,18 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         return Ok(ExitCode::from(if p.has("help") { 0 } else { 2 }));
     }
     let mut procs = Vec::new();
+    let mut meta = Vec::new();
+    let mut globals = Vec::new();
     let m = machine_of(p, "sata-2009")?;
     for path in &p.positional {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        procs.extend(iostack_sim::frontend::fio_procs(path, &text, &m)?);
+        let f = iostack_sim::frontend::fio_procs(path, &text, &m)?;
+        procs.extend(f.procs);
+        meta.extend(f.meta);
+        globals.extend(f.global_options);
     }
     let cfg = config_of(p, procs, m)?;
-    simulate_and_report(p, cfg, Report::Fio)
+    simulate_and_report(p, cfg, Report::Fio { meta, globals })
 }
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
@@ -163,14 +168,19 @@ fn run_dd(p: &Parsed) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let m = machine_of(p, "sata-2009")?;
+    if p.positional.is_empty() {
+        return Err("dd: no operands; try `iostack dd if=FILE of=/dev/null iflag=direct bs=64k count=1`".into());
+    }
     let procs = iostack_sim::frontend::dd_procs(&p.positional.join(" "), &m)?;
     let cfg = config_of(p, procs, m)?;
     simulate_and_report(p, cfg, Report::Dd)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
 enum Report {
-    Fio,
+    Fio {
+        meta: Vec<Option<iostack_sim::frontend::JobMeta>>,
+        globals: Vec<(String, String)>,
+    },
     Dd,
 }
 
@@ -193,7 +203,15 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     let hash = config_hash(&cfg);
     let seed = cfg.seed;
     let disk = cfg.machine.disk;
+    let disk_name = cfg.machine.disk_name.clone();
+    let fmt = p.get("output-format").unwrap_or("normal").to_string();
+    if !["normal", "json", "old"].contains(&fmt.as_str()) {
+        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)"));
+    }
     let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
+    if let Report::Fio { meta, .. } = &report {
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+    }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
     }
@@ -201,7 +219,7 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
         sim.attach(Box::new(BlktraceWriter::for_device(disk)));
     }
     crate::sinks::attach_text(&mut sim, p.has("ftrace"), p.has("blkparse"));
-    let (result, mut sinks) = sim.run();
+    let (result, mut sinks, observer) = sim.run_observed();
     if let Some(prefix) = p.get("blktrace") {
         let w = take::<BlktraceWriter>(&mut sinks).expect("attached");
         w.write_files(Path::new(prefix))
@@ -215,9 +233,15 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     }
     let err = result.procs.iter().find_map(|p| p.error.clone());
     match report {
-        Report::Fio => {
-            let fmt = p.get("output-format").unwrap_or("normal");
-            print!("{}", crate::sinks::fio_report(&result, fmt, seed, hash)?);
+        Report::Fio { globals, .. } => {
+            let any: Box<dyn Any> = observer.expect("observer attached");
+            let obs = any
+                .downcast::<crate::fio_out::FioObserver>()
+                .expect("fio observer");
+            print!(
+                "{}",
+                crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?
+            );
         }
         Report::Dd => print!("{}", crate::sinks::dd_report(&result, seed, hash)),
     }

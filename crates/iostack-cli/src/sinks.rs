@@ -55,11 +55,6 @@ pub fn dd_report(r: &RunResult, seed: Seed, hash: u64) -> String {
     s
 }
 
-/// fio's report for a run.
-pub fn fio_report(r: &RunResult, format: &str, seed: Seed, hash: u64) -> Result<String, String> {
-    crate::fio_out::render(r, format, seed, hash)
-}
-
 /// Sinks for one variant of an experiment: its trace format, and blktrace files
 /// when a trace directory was asked for.
 pub fn reproduce_sinks(e: &Experiment, cfg: &SimConfig, blktrace: bool) -> Vec<Box<dyn TraceSink>> {

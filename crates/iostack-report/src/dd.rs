@@ -66,12 +66,7 @@ fn rate(bytes: u64, secs: f64) -> String {
 }
 
 /// The three lines dd prints for `full+partial` records and `bytes` in `secs`.
-pub fn summary(
-    records_in: (u64, u64),
-    records_out: (u64, u64),
-    bytes: u64,
-    secs: f64,
-) -> String {
+pub fn summary(records_in: (u64, u64), records_out: (u64, u64), bytes: u64, secs: f64) -> String {
     let mut s = format!(
         "{}+{} records in\n{}+{} records out\n",
         records_in.0, records_in.1, records_out.0, records_out.1
@@ -113,15 +108,24 @@ mod tests {
              67108864 bytes (67 MB, 64 MiB) copied, 0.0394419 s, 1.7 GB/s\n"
         );
         assert_eq!(
-            summary((3, 0), (3, 0), 3000, 0.000296367).lines().last().unwrap(),
+            summary((3, 0), (3, 0), 3000, 0.000296367)
+                .lines()
+                .last()
+                .unwrap(),
             "3000 bytes (3.0 kB, 2.9 KiB) copied, 0.000296367 s, 10.1 MB/s"
         );
         assert_eq!(
-            summary((1, 0), (1, 0), 1, 2.4817e-05).lines().last().unwrap(),
+            summary((1, 0), (1, 0), 1, 2.4817e-05)
+                .lines()
+                .last()
+                .unwrap(),
             "1 byte copied, 2.4817e-05 s, 40.3 kB/s"
         );
         assert_eq!(
-            summary((1, 1), (1, 1), 5000, 2.1699e-05).lines().last().unwrap(),
+            summary((1, 1), (1, 1), 5000, 2.1699e-05)
+                .lines()
+                .last()
+                .unwrap(),
             "5000 bytes (5.0 kB, 4.9 KiB) copied, 2.1699e-05 s, 230 MB/s"
         );
     }

@@ -4,9 +4,9 @@
 //! apart from the added provenance, and as the checked-in expected files.
 
 use iostack_report::fio::{
-    plat_idx_to_val, plat_val_to_idx, render_json, render_normal, render_old, x87_threshold_reached,
-    Ddir, DiskUtil, FioReport, IoStat, JobHeader, JobStats, LatencyHist, LayoutLine, Preamble,
-    Provenance, DEFAULT_PERCENTILES,
+    plat_idx_to_val, plat_val_to_idx, render_json, render_normal, render_old,
+    x87_threshold_reached, Ddir, DiskUtil, FioReport, IoStat, JobHeader, JobStats, LatencyHist,
+    LayoutLine, Preamble, Provenance, DEFAULT_PERCENTILES,
 };
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio/");
@@ -28,18 +28,31 @@ fn check_expected(name: &str, actual: &str) {
 /// The three parts of a `--output-format=json,normal` transcript: startup
 /// lines, the JSON document, the normal report (starting with its blank line).
 fn split_sample(text: &str) -> (String, String, String) {
-    let body = text.split_once("# --- stdout (stderr was empty) ---\n").expect("marker").1;
+    let body = text
+        .split_once("# --- stdout (stderr was empty) ---\n")
+        .expect("marker")
+        .1;
     let body = body.strip_suffix("(exit status 0)\n").expect("exit line");
     let (pre, rest) = body.split_once("{\n").expect("json start");
     let (json, normal) = rest.split_once("\n}\n").expect("json end");
-    (pre.to_string(), format!("{{\n{json}\n}}\n"), normal.to_string())
+    (
+        pre.to_string(),
+        format!("{{\n{json}\n}}\n"),
+        normal.to_string(),
+    )
 }
 
 /// A latency distribution with the given exact statistics whose histogram
 /// yields the given percentiles.
 fn hist(min: u64, max: u64, mean: f64, stddev: f64, n: u64, pcts: &[u64]) -> LatencyHist {
     let mut h = LatencyHist::new();
-    h.stat = IoStat { min_val: min, max_val: max, samples: n, mean, s: stddev * stddev * (n as f64 - 1.0) };
+    h.stat = IoStat {
+        min_val: min,
+        max_val: max,
+        samples: n,
+        mean,
+        s: stddev * stddev * (n as f64 - 1.0),
+    };
     if pcts.is_empty() {
         return h;
     }
@@ -49,7 +62,9 @@ fn hist(min: u64, max: u64, mean: f64, stddev: f64, n: u64, pcts: &[u64]) -> Lat
     for (&p, &v) in DEFAULT_PERCENTILES.iter().zip(pcts) {
         let idx = plat_val_to_idx(v);
         assert_eq!(plat_idx_to_val(idx), v, "{v} is not a bucket value");
-        let rank = (1..=n).find(|&r| x87_threshold_reached(r, p, n)).expect("rank");
+        let rank = (1..=n)
+            .find(|&r| x87_threshold_reached(r, p, n))
+            .expect("rank");
         match targets.last_mut() {
             Some(t) if t.0 == idx => t.1 = rank,
             _ => targets.push((idx, rank)),
@@ -61,13 +76,19 @@ fn hist(min: u64, max: u64, mean: f64, stddev: f64, n: u64, pcts: &[u64]) -> Lat
         h.add_bin(idx, target - cum);
         cum = target;
     }
-    let got: Vec<u64> = h.percentiles(&DEFAULT_PERCENTILES).into_iter().map(|x| x.1).collect();
+    let got: Vec<u64> = h
+        .percentiles(&DEFAULT_PERCENTILES)
+        .into_iter()
+        .map(|x| x.1)
+        .collect();
     assert_eq!(got, pcts);
     h
 }
 
 fn opts(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    list.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn sync_engine_job(j: &mut JobStats, ios: u64) {
@@ -79,7 +100,13 @@ fn sync_engine_job(j: &mut JobStats, ios: u64) {
 }
 
 fn direct_report() -> FioReport {
-    let mut r = FioReport::new(Provenance { seed: 42, config_hash: 0x0123_4567_89ab_cdef }, 1_795_274_391_617);
+    let mut r = FioReport::new(
+        Provenance {
+            seed: 42,
+            config_hash: 0x0123_4567_89ab_cdef,
+        },
+        1_795_274_391_617,
+    );
     r.global_options = opts(&[
         ("directory", "/mnt/test"),
         ("size", "16m"),
@@ -174,7 +201,11 @@ fn direct_report() -> FioReport {
         ],
         processes: 2,
         threads: 0,
-        layouts: vec![LayoutLine { name: "seq-write".into(), files: 1, extend_bytes: 16 << 20 }],
+        layouts: vec![LayoutLine {
+            name: "seq-write".into(),
+            files: 1,
+            extend_bytes: 16 << 20,
+        }],
     });
     r
 }
@@ -214,8 +245,8 @@ fn buffered_report() -> FioReport {
             120_171.067184,
             469,
             &[
-                13248, 39168, 45312, 67072, 76288, 88576, 99840, 112_128, 122_368, 144_384, 185_344,
-                214_016, 724_992, 1_019_904, 1_073_152, 1_073_152, 1_073_152,
+                13248, 39168, 45312, 67072, 76288, 88576, 99840, 112_128, 122_368, 144_384,
+                185_344, 214_016, 724_992, 1_019_904, 1_073_152, 1_073_152, 1_073_152,
             ],
         );
         d.lat = hist(32967, 1_115_588, 166_918.373134, 122_819.606514, 469, &[]);
@@ -233,8 +264,8 @@ fn buffered_report() -> FioReport {
             130_491.993913,
             211,
             &[
-                25472, 41728, 47872, 68096, 76288, 85504, 93696, 103_936, 118_272, 138_240, 175_104,
-                232_448, 716_800, 1_036_288, 1_122_304, 1_122_304, 1_122_304,
+                25472, 41728, 47872, 68096, 76288, 85504, 93696, 103_936, 118_272, 138_240,
+                175_104, 232_448, 716_800, 1_036_288, 1_122_304, 1_122_304, 1_122_304,
             ],
         );
         d.lat = hist(23090, 1_124_527, 126_907.829384, 130_814.009357, 211, &[]);
@@ -242,7 +273,7 @@ fn buffered_report() -> FioReport {
     j.sync = hist(
         212_213,
         1_145_519,
-        786_834.4375,
+        786_834.437_5,
         244_676.150234,
         16,
         &[
@@ -265,14 +296,21 @@ fn buffered_report() -> FioReport {
     j.latency_depth = 4;
 
     r.jobs = vec![j];
-    r.disks = vec![DiskUtil { name: "vda".into(), ..DiskUtil::default() }];
+    r.disks = vec![DiskUtil {
+        name: "vda".into(),
+        ..DiskUtil::default()
+    }];
     let mut h = JobHeader::new("buf-randrw", 0, "randrw", 4096, "libaio", 4);
     h.bs_max = [65536; 3];
     r.preamble = Some(Preamble {
         jobs: vec![h],
         processes: 1,
         threads: 0,
-        layouts: vec![LayoutLine { name: "buf-randrw".into(), files: 1, extend_bytes: 8 << 20 }],
+        layouts: vec![LayoutLine {
+            name: "buf-randrw".into(),
+            files: 1,
+            extend_bytes: 8 << 20,
+        }],
     });
     r
 }
@@ -285,7 +323,8 @@ fn strip_iostack_json(json: &str, p: &Provenance) -> String {
         p.config_hex()
     );
     assert!(json.contains(&block), "iostack block missing or misplaced");
-    let time_then_block = json.find("  \"time\" : ").expect("time") < json.find(&block).expect("block");
+    let time_then_block =
+        json.find("  \"time\" : ").expect("time") < json.find(&block).expect("block");
     assert!(time_then_block);
     json.replacen(&block, "", 1)
 }
@@ -379,7 +418,12 @@ fn json_parses_with_fio_key_set_and_order() {
         b.retain(|p| !p.starts_with("/iostack"));
         assert_eq!(a, b);
         // Per job, the key set in order, and the three directions always present.
-        for (rj, oj) in real["jobs"].as_array().unwrap().iter().zip(ours["jobs"].as_array().unwrap()) {
+        for (rj, oj) in real["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(ours["jobs"].as_array().unwrap())
+        {
             let rk: Vec<&String> = rj.as_object().unwrap().keys().collect();
             let ok: Vec<&String> = oj.as_object().unwrap().keys().collect();
             assert_eq!(rk, ok);

@@ -69,14 +69,22 @@ const FIO_216: &[(u64, usize, u64, bool, u32, &str)] = &[
 #[test]
 fn num2str_matches_fio_333() {
     for &(n, maxlen, base, pow2, u, want) in FIO_333 {
-        assert_eq!(num2str(n, maxlen, base, pow2, unit(u)), want, "num2str({n}, {maxlen}, {base}, {pow2}, {u})");
+        assert_eq!(
+            num2str(n, maxlen, base, pow2, unit(u)),
+            want,
+            "num2str({n}, {maxlen}, {base}, {pow2}, {u})"
+        );
     }
 }
 
 #[test]
 fn num2str_matches_fio_216() {
     for &(n, maxlen, base, pow2, u, want) in FIO_216 {
-        assert_eq!(num2str_old(n, maxlen, base, pow2, u), want, "old num2str({n}, {maxlen}, {base}, {pow2}, {u})");
+        assert_eq!(
+            num2str_old(n, maxlen, base, pow2, u),
+            want,
+            "old num2str({n}, {maxlen}, {base}, {pow2}, {u})"
+        );
     }
 }
 
@@ -84,8 +92,14 @@ fn num2str_matches_fio_216() {
 fn brief_examples() {
     // IOPS=40.5k, BW=158MiB/s (166MB/s)(317MiB/2001msec)
     assert_eq!(num2str(40_500, 4, 1, false, N2sUnit::None), "40.5k");
-    assert_eq!(num2str(166_065_063, 4, 1, false, N2sUnit::BytePerSec), "166MB/s");
-    assert_eq!(num2str(166_065_063, 4, 1, true, N2sUnit::BytePerSec), "158MiB/s");
+    assert_eq!(
+        num2str(166_065_063, 4, 1, false, N2sUnit::BytePerSec),
+        "166MB/s"
+    );
+    assert_eq!(
+        num2str(166_065_063, 4, 1, true, N2sUnit::BytePerSec),
+        "158MiB/s"
+    );
     assert_eq!(num2str(332_296_192, 4, 1, true, N2sUnit::Byte), "317MiB");
 }
 

@@ -200,7 +200,7 @@ impl Experiment {
         }
         let mut work = match (&self.workload.dd, fio_text) {
             (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
-            (None, Some((path, text))) => frontend::fio_procs(path, text, &m).map_err(SimError)?,
+            (None, Some((path, text))) => frontend::fio_procs(path, text, &m).map_err(SimError)?.procs,
             (None, None) => return Err(SimError("fio job text missing".into())),
         };
         if let Some(first) = work.first_mut() {

@@ -53,12 +53,217 @@ pub fn layout_only(path: &str, size: u64, goal: Option<u64>) -> ProcSpec {
     }
 }
 
-/// The processes of a dd command line.
-pub fn dd_procs(_args: &str, _m: &Machine) -> Result<Vec<ProcSpec>, String> {
-    Err("dd front end not wired yet".into())
+/// What fio's report needs to know of a simulated process (one per fio job clone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobMeta {
+    pub name: String,
+    pub group: u32,
+    /// Job options as written, in order (fio's JSON "job options").
+    pub options: Vec<(String, String)>,
+    pub group_reporting: bool,
+    pub iodepth: u32,
+    pub sync_engine: bool,
+    pub kb_base: u32,
 }
 
-/// The processes of a fio job file.
-pub fn fio_procs(_path: &str, _text: &str, _m: &Machine) -> Result<Vec<ProcSpec>, String> {
-    Err("fio front end not wired yet".into())
+/// Processes of a front end, with fio metadata where there is one.
+pub struct Procs {
+    pub procs: Vec<ProcSpec>,
+    pub meta: Vec<Option<JobMeta>>,
+    /// fio's "global options".
+    pub global_options: Vec<(String, String)>,
+}
+
+/// Where a path lands on the machine.
+fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
+    if path.starts_with("/dev/") {
+        return Ok(Target::Device {
+            path: path.to_string(),
+        });
+    }
+    let full = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{}/{}", m.mount, path)
+    };
+    if !full.starts_with(&format!("{}/", m.mount)) {
+        return Err(format!(
+            "'{path}' is not on the simulated file system (mounted at {}) nor a device",
+            m.mount
+        ));
+    }
+    Ok(Target::File {
+        path: full,
+        size,
+        goal: None,
+    })
+}
+
+/// The process of a dd command line: GNU dd's copy loop of `ibs`-sized reads (and
+/// `obs`-sized writes), each a read(2)/write(2) the caller waits for.
+pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
+    let dd = iostack_workload::parse_dd_command_line(args).map_err(|e| format!("dd: {e}"))?;
+    let input = dd
+        .input
+        .clone()
+        .ok_or("dd: reading standard input is not simulated; give if=")?;
+    let output = dd.output.clone().unwrap_or_else(|| "/dev/null".into());
+    if !dd.iflag.direct {
+        return Err(format!(
+            "dd: if={input} without iflag=direct is buffered I/O, which iostack does not \
+             model yet (the page cache comes with the buffered-I/O work)"
+        ));
+    }
+    if output != "/dev/null" {
+        return Err(format!(
+            "dd: of={output}: only of=/dev/null is simulated so far (reads only)"
+        ));
+    }
+    let bs = dd.ibs;
+    let offset = dd.skip_offset();
+    let io_size = match dd.input_limit() {
+        Some(n) => n,
+        None => u64::MAX, // until end of file
+    };
+    let target = target_of(&input, 0, m)?;
+    Ok(vec![ProcSpec {
+        comm: "dd".into(),
+        name: "dd".into(),
+        group: 0,
+        target,
+        pattern: Pattern::Sequential,
+        read_pct: 100,
+        bs: [bs, bs],
+        offset,
+        region: io_size,
+        io_size,
+        engine: Engine::Sync,
+        iodepth: 1,
+        direct: true,
+        runtime: None,
+        time_based: false,
+        startdelay: Duration::ZERO,
+        stonewall: false,
+        ioprio: (2, 4),
+        pid: None,
+        cpu: None,
+    }])
+}
+
+/// The processes of a fio job file: one per job clone (`numjobs`), each on its own
+/// file (`jobname.N.0` in `directory`, or the `filename` given).
+pub fn fio_procs(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
+    use iostack_workload::{Amount, IoEngine, ParseEnv, RwKind};
+    let env = ParseEnv {
+        vars: std::env::vars().collect(),
+        ..ParseEnv::default()
+    };
+    let jf = iostack_workload::parse_job_str(text, path, &env).map_err(|e| e.to_string())?;
+    let mut out = Procs {
+        procs: Vec::new(),
+        meta: Vec::new(),
+        global_options: jf
+            .global_options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+            .collect(),
+    };
+    for j in &jf.jobs {
+        let at = format!("{}:{}: job '{}'", j.file.display(), j.line, j.name);
+        if !j.direct {
+            return Err(format!(
+                "{at}: direct=0 (buffered I/O) is not modelled yet; iostack simulates \
+                 O_DIRECT jobs (direct=1) so far"
+            ));
+        }
+        let (pattern, read_pct) = match j.rw.kind {
+            RwKind::Read => (Pattern::Sequential, 100),
+            RwKind::Write => (Pattern::Sequential, 0),
+            RwKind::ReadWrite => (Pattern::Sequential, j.rwmix_read),
+            RwKind::RandRead => (Pattern::Random { norandommap: j.norandommap }, 100),
+            RwKind::RandWrite => (Pattern::Random { norandommap: j.norandommap }, 0),
+            RwKind::RandRw => (Pattern::Random { norandommap: j.norandommap }, j.rwmix_read),
+            k => return Err(format!("{at}: rw={} (trim) is not modelled yet", k.as_str())),
+        };
+        if j.rw.modifier.is_some() {
+            return Err(format!("{at}: the rw=...:N offset modifier is not modelled yet"));
+        }
+        let engine = match j.ioengine {
+            IoEngine::Sync | IoEngine::Psync | IoEngine::Vsync | IoEngine::Pvsync
+            | IoEngine::Pvsync2 => Engine::Sync,
+            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Engine::Async,
+            e => return Err(format!("{at}: ioengine={} is not modelled", e.as_str())),
+        };
+        let bytes = |a: &Amount, what: &str| match a {
+            Amount::Bytes(b) => Ok(*b),
+            _ => Err(format!("{at}: {what} as a percentage or zones is not modelled yet")),
+        };
+        let size = match &j.size {
+            Some(a) => bytes(a, "size")?,
+            None => {
+                if j.files.iter().all(|f| f.starts_with("/dev/")) && !j.files.is_empty() {
+                    m.device_capacity_bytes()
+                } else {
+                    return Err(format!("{at}: size= is needed for new files"));
+                }
+            }
+        };
+        let io_size = match &j.io_size {
+            Some(a) => bytes(a, "io_size")?,
+            None => size,
+        };
+        let offset = bytes(&j.offset, "offset")?;
+        let offset_inc = bytes(&j.offset_increment, "offset_increment")?;
+        let prioclass = j.prioclass.unwrap_or(2) as u8;
+        let prio = j.prio.unwrap_or(4) as u8;
+        for clone in 0..j.numjobs {
+            let file = if let Some(f) = j.files.first() {
+                f.clone()
+            } else {
+                let name = format!("{}.{}.0", j.name, clone);
+                match &j.directory {
+                    Some(d) => format!("{d}/{name}"),
+                    None => name,
+                }
+            };
+            let off = offset + offset_inc * clone as u64;
+            let target = target_of(&file, off + size, m).map_err(|e| format!("{at}: {e}"))?;
+            out.procs.push(ProcSpec {
+                comm: "fio".into(),
+                name: j.name.clone(),
+                group: j.group_id,
+                target,
+                pattern,
+                read_pct,
+                bs: [j.bs.read, j.bs.write],
+                offset: off,
+                region: size,
+                io_size,
+                engine,
+                iodepth: j.iodepth,
+                direct: true,
+                runtime: (j.runtime_ns > 0).then_some(Duration(j.runtime_ns)),
+                time_based: j.time_based,
+                startdelay: Duration(j.startdelay_ns),
+                stonewall: j.stonewall && clone == 0,
+                ioprio: (prioclass, prio),
+                pid: None,
+                cpu: None,
+            });
+            out.meta.push(Some(JobMeta {
+                name: j.name.clone(),
+                group: j.group_id,
+                options: j
+                    .options
+                    .iter()
+                    .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+                    .collect(),
+                group_reporting: j.group_reporting,
+                iodepth: j.iodepth,
+                sync_engine: engine == Engine::Sync,
+                kb_base: j.kb_base,
+            }));
+        }
+    }
+    Ok(out)
 }

@@ -10,7 +10,7 @@ pub mod stats;
 pub mod workload;
 mod world;
 
-pub use world::{tunable_tables, SimConfig, SimError, Simulation};
+pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, SimError, Simulation};
 
 /// A hash of everything a run depends on besides the seed: machine, profile and
 /// tunables, scheduler and workload. Printed with every output.

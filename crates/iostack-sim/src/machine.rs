@@ -68,6 +68,11 @@ impl Machine {
             }
         })
     }
+    /// Size of the disk in bytes.
+    pub fn device_capacity_bytes(&self) -> u64 {
+        self.device.build(iostack_des::Rng::stream(iostack_des::Seed(0), "probe")).capacity_sectors()
+            * 512
+    }
     /// Canonical text for the configuration hash.
     pub fn canonical(&self) -> String {
         format!("{self:?}")

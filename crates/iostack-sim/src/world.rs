@@ -14,6 +14,29 @@ use iostack_fs::ext2::{Ext2, Ext2Params};
 use iostack_fs::{GetBlock, RawBdev};
 use std::fmt;
 
+/// One completed I/O as a process saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct IoEvent {
+    pub dir: Dir,
+    /// Bytes transferred and bytes asked for.
+    pub bytes: u64,
+    pub asked: u64,
+    /// Submission latency (issue to the last bio queued), completion latency
+    /// (last bio queued to completion seen) and their sum, in ns.
+    pub slat_ns: u64,
+    pub clat_ns: u64,
+    pub lat_ns: u64,
+    /// Completion time since the process started, ns.
+    pub at_ns: u64,
+    /// I/Os in flight when this one was issued.
+    pub depth: u32,
+}
+
+/// Per-I/O observer (statistics front ends); called in event order.
+pub trait IoObserver: std::any::Any {
+    fn io_done(&mut self, proc_index: usize, io: &IoEvent);
+}
+
 /// Everything a run depends on.
 #[derive(Clone)]
 pub struct SimConfig {
@@ -66,6 +89,7 @@ struct Slot {
     submitted: Instant,
     bios_left: u32,
     active: bool,
+    depth: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +140,7 @@ pub struct Simulation {
     write_flags: ReqFlags,
     bio_limits: BioLimits,
     events: u64,
+    observer: Option<Box<dyn IoObserver>>,
 }
 
 /// Every tunable table of the stack.
@@ -201,10 +226,16 @@ impl Simulation {
             write_flags,
             bio_limits,
             events: 0,
+            observer: None,
             cfg,
         };
         sim.setup_procs()?;
         Ok(sim)
+    }
+
+    /// Observe every completed I/O (at most one observer).
+    pub fn observe(&mut self, o: Box<dyn IoObserver>) {
+        self.observer = Some(o);
     }
 
     /// Attach an output to the event stream.
@@ -267,6 +298,12 @@ impl Simulation {
                     spec.name, spec.offset, size
                 )));
             }
+            let mut spec = spec;
+            if spec.io_size == u64::MAX {
+                // Until end of file (dd without count=).
+                spec.io_size = size.saturating_sub(spec.offset);
+                spec.region = spec.io_size;
+            }
             let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
             let nblocks = (spec.region / bs_min).max(1);
             let pid = spec.pid.unwrap_or_else(|| {
@@ -312,7 +349,15 @@ impl Simulation {
     }
 
     /// Run until every process is done; returns the results.
-    pub fn run(mut self) -> (RunResult, Vec<Box<dyn TraceSink>>) {
+    pub fn run(self) -> (RunResult, Vec<Box<dyn TraceSink>>) {
+        let (r, s, _) = self.run_observed();
+        (r, s)
+    }
+
+    /// Run, and hand back the I/O observer too.
+    pub fn run_observed(
+        mut self,
+    ) -> (RunResult, Vec<Box<dyn TraceSink>>, Option<Box<dyn IoObserver>>) {
         self.start_ready_procs(Instant::ZERO);
         let limit = Instant::ZERO + self.cfg.time_limit;
         while let Some(s) = self.evq.pop() {
@@ -338,6 +383,7 @@ impl Simulation {
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {
             assert!(self.queue.idle(), "block layer not idle after all processes finished");
         }
+        let observer = self.observer.take();
         let procs = self.procs.into_iter().map(|p| p.result).collect();
         let result = RunResult {
             procs,
@@ -346,7 +392,7 @@ impl Simulation {
             events: self.events,
             scheduler: self.queue.elevator_name().to_string(),
         };
-        (result, sinks)
+        (result, sinks, observer)
     }
 
     fn drain_block_out(&mut self, now: Instant) {
@@ -487,10 +533,8 @@ impl Simulation {
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
             Engine::Sync => p.blocked = Blocked::OnIo,
-            Engine::Async => {
-                let at = now + Duration(self.cfg.machine.cpu_syscall_ns);
-                self.evq.schedule(at, Ev::Proc(pi));
-            }
+            // io_submit returns and the task goes on to prepare the next iocb.
+            Engine::Async => self.issue_next(pi, now),
         }
     }
 
@@ -559,6 +603,7 @@ impl Simulation {
                     submitted: now,
                     bios_left: 0,
                     active: false,
+                    depth: 0,
                 });
                 p.slots.len() as u32 - 1
             }
@@ -614,6 +659,7 @@ impl Simulation {
         s.submitted = now;
         s.bios_left = nbios;
         s.active = true;
+        s.depth = p.inflight;
         let m = &self.cfg.machine;
         let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
         if nbios == 0 {
@@ -635,6 +681,21 @@ impl Simulation {
         let clat = now.since(s.submitted);
         let lat = now.since(s.issue);
         p.result.record(s.dir, bytes, s.len, slat, clat, lat, s.issue.since(p.start));
+        if let Some(o) = self.observer.as_mut() {
+            o.io_done(
+                pi as usize,
+                &IoEvent {
+                    dir: s.dir,
+                    bytes,
+                    asked: s.len,
+                    slat_ns: slat.as_ns(),
+                    clat_ns: clat.as_ns(),
+                    lat_ns: lat.as_ns(),
+                    at_ns: now.since(p.start).as_ns(),
+                    depth: s.depth,
+                },
+            );
+        }
         p.inflight -= 1;
         p.free.push(slot);
         if p.blocked == Blocked::OnIo {

@@ -27,7 +27,11 @@ pub const DEFAULT_PERCENTILES: [f64; 17] = [
 
 /// fio's `plat_val_to_idx`: the histogram bucket of a latency value (ns).
 pub fn plat_val_to_idx(val: u64) -> usize {
-    let msb = if val == 0 { 0 } else { 63 - val.leading_zeros() };
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
     // MSB <= FIO_IO_U_PLAT_BITS: cannot be rounded off, use all bits as index.
     if msb <= FIO_IO_U_PLAT_BITS {
         return val as usize;
@@ -69,7 +73,13 @@ pub struct IoStat {
 
 impl Default for IoStat {
     fn default() -> Self {
-        IoStat { min_val: u64::MAX, max_val: 0, samples: 0, mean: 0.0, s: 0.0 }
+        IoStat {
+            min_val: u64::MAX,
+            max_val: 0,
+            samples: 0,
+            mean: 0.0,
+            s: 0.0,
+        }
     }
 }
 
@@ -101,7 +111,11 @@ impl IoStat {
         if self.samples == 0 {
             return None;
         }
-        let dev = if n > 1.0 { (self.s / (n - 1.0)).sqrt() } else { 0.0 };
+        let dev = if n > 1.0 {
+            (self.s / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
         Some((self.min_val, self.max_val, self.mean, dev))
     }
 
@@ -163,7 +177,10 @@ pub struct LatencyHist {
 impl fmt::Debug for LatencyHist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let nonzero: Vec<(usize, u64)> = self.nonzero_bins().collect();
-        f.debug_struct("LatencyHist").field("stat", &self.stat).field("bins", &nonzero).finish()
+        f.debug_struct("LatencyHist")
+            .field("stat", &self.stat)
+            .field("bins", &nonzero)
+            .finish()
     }
 }
 
@@ -195,7 +212,11 @@ impl LatencyHist {
 
     /// `(index, count)` of every non-empty bucket, in index order.
     pub fn nonzero_bins(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.bins.iter().enumerate().filter(|(_, &c)| c != 0).map(|(i, &c)| (i, c))
+        self.bins
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0)
+            .map(|(i, &c)| (i, c))
     }
 
     /// Merges another distribution (fio's `sum_stat` + adding `io_u_plat`).
@@ -276,7 +297,10 @@ pub fn calc_clat_percentiles(bins: &[u64], nr: u64, plist: &[f64]) -> Vec<(f64, 
     }
     // fio logs "error calculating latency percentiles" and leaves the rest
     // undefined; only reachable when the histogram holds fewer than nr samples.
-    let last = bins.iter().rposition(|&c| c != 0).map_or(0, plat_idx_to_val);
+    let last = bins
+        .iter()
+        .rposition(|&c| c != 0)
+        .map_or(0, plat_idx_to_val);
     while out.len() < list.len() {
         out.push((list[out.len()], last));
     }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::hist::{effective_percentile_list, IoStat, LatencyHist};
+use super::hist::{IoStat, LatencyHist, FIO_IO_U_LIST_MAX_LEN};
 use super::normal::{agg_percent, calc_dist, calc_lat};
 use super::stats::{Ddir, GroupStats, JobStats};
 use super::FioReport;
@@ -136,11 +136,12 @@ fn lat_obj(stat: &IoStat, hist: &LatencyHist, percentiles: bool, plist: &[f64]) 
     o.int("N", stat.samples);
     if percentiles && stat.samples != 0 {
         let mut p = Obj::default();
-        let vals = hist.percentiles(plist);
-        let list = effective_percentile_list(plist);
-        for (i, (pc, v)) in vals.iter().enumerate().take(list.len()) {
-            let _ = i;
-            p.int(&format!("{pc:.6}"), *v);
+        for (pc, v) in hist
+            .percentiles(plist)
+            .into_iter()
+            .take(FIO_IO_U_LIST_MAX_LEN)
+        {
+            p.int(&format!("{pc:.6}"), v);
         }
         o.obj("percentile", p);
     }
@@ -168,9 +169,18 @@ fn ddir_obj(ts: &JobStats, rs: &GroupStats, ddir: Ddir) -> Obj {
     o.int("short_ios", d.short_ios);
     o.int("drop_ios", d.drop_ios);
     let pl = &ts.percentile_list;
-    o.obj("slat_ns", lat_obj(&d.slat.stat, &d.slat, ts.slat_percentiles, pl));
-    o.obj("clat_ns", lat_obj(&d.clat.stat, &d.clat, ts.clat_percentiles, pl));
-    o.obj("lat_ns", lat_obj(&d.lat.stat, &d.lat, ts.lat_percentiles, pl));
+    o.obj(
+        "slat_ns",
+        lat_obj(&d.slat.stat, &d.slat, ts.slat_percentiles, pl),
+    );
+    o.obj(
+        "clat_ns",
+        lat_obj(&d.clat.stat, &d.clat, ts.clat_percentiles, pl),
+    );
+    o.obj(
+        "lat_ns",
+        lat_obj(&d.lat.stat, &d.lat, ts.lat_percentiles, pl),
+    );
     let (min, max, p_of_agg, mean, dev) = match d.bw.calc() {
         Some((min, max, mean, dev)) => (min, max, agg_percent(rs, ddir as usize, mean), mean, dev),
         None => (0, 0, 0.0, 0.0, 0.0),
@@ -233,16 +243,36 @@ fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats) -> Obj {
     o.int("minf", ts.minf);
     let level_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
     let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
-    o.obj("iodepth_level", dist_obj(&level_keys, &calc_dist(&ts.io_u_map, ts.rw_total_ios())));
-    o.obj("iodepth_submit", dist_obj(&batch_keys, &calc_dist(&ts.io_u_submit, ts.total_submit)));
+    o.obj(
+        "iodepth_level",
+        dist_obj(&level_keys, &calc_dist(&ts.io_u_map, ts.rw_total_ios())),
+    );
+    o.obj(
+        "iodepth_submit",
+        dist_obj(&batch_keys, &calc_dist(&ts.io_u_submit, ts.total_submit)),
+    );
     o.obj(
         "iodepth_complete",
-        dist_obj(&batch_keys, &calc_dist(&ts.io_u_complete, ts.total_complete)),
+        dist_obj(
+            &batch_keys,
+            &calc_dist(&ts.io_u_complete, ts.total_complete),
+        ),
     );
-    let lat_keys = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"];
-    o.obj("latency_ns", dist_obj(&lat_keys[..10], &calc_lat(ts, &ts.io_u_lat_n)));
-    o.obj("latency_us", dist_obj(&lat_keys[..10], &calc_lat(ts, &ts.io_u_lat_u)));
-    o.obj("latency_ms", dist_obj(&lat_keys, &calc_lat(ts, &ts.io_u_lat_m)));
+    let lat_keys = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+    ];
+    o.obj(
+        "latency_ns",
+        dist_obj(&lat_keys[..10], &calc_lat(ts, &ts.io_u_lat_n)),
+    );
+    o.obj(
+        "latency_us",
+        dist_obj(&lat_keys[..10], &calc_lat(ts, &ts.io_u_lat_u)),
+    );
+    o.obj(
+        "latency_ms",
+        dist_obj(&lat_keys, &calc_lat(ts, &ts.io_u_lat_m)),
+    );
     if ts.continue_on_error {
         o.int("total_err", ts.total_err_count);
         o.sint("first_error", i64::from(ts.first_error));
@@ -274,8 +304,10 @@ pub fn render_json(r: &FioReport) -> String {
     }
     let entries = r.entries();
     let groups = super::stats::compute_groups(&entries);
-    let jobs: Vec<J> =
-        entries.iter().map(|ts| J::Obj(job_obj(r, ts, &groups[ts.groupid as usize]))).collect();
+    let jobs: Vec<J> = entries
+        .iter()
+        .map(|ts| J::Obj(job_obj(r, ts, &groups[ts.groupid as usize])))
+        .collect();
     root.arr("jobs", jobs);
     if !r.disks.is_empty() {
         let disks = r

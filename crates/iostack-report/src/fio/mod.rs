@@ -37,7 +37,7 @@ pub use hist::{
 pub use json::render_json;
 pub use normal::render_normal;
 pub use num2str::{ctime, num2str, num2str_old, N2sUnit};
-pub use old::render_old;
+pub use old::{render_old, OLD_FIO_VERSION};
 pub use stats::{
     compute_groups, report_entries, Ddir, DirStats, GroupStats, IoSample, JobStats, RateSampler,
     UnitBase, DEFAULT_AVG_MSEC, FIO_IO_U_LAT_M_NR, FIO_IO_U_LAT_N_NR, FIO_IO_U_LAT_U_NR,
@@ -59,7 +59,10 @@ impl Provenance {
     /// Provenance from the seed and the configuration's canonical bytes
     /// (hashed with FNV-1a 64, as elsewhere in iostack).
     pub fn of(seed: u64, config: &[u8]) -> Self {
-        Provenance { seed, config_hash: iostack_des::fnv1a64(config) }
+        Provenance {
+            seed,
+            config_hash: iostack_des::fnv1a64(config),
+        }
     }
 
     /// The hash as printed.
@@ -209,7 +212,11 @@ impl Default for FioReport {
 
 impl FioReport {
     pub fn new(provenance: Provenance, timestamp_ms: u64) -> Self {
-        FioReport { provenance, timestamp_ms, ..FioReport::default() }
+        FioReport {
+            provenance,
+            timestamp_ms,
+            ..FioReport::default()
+        }
     }
 
     /// The entries fio reports (jobs, or groups under `group_reporting`).

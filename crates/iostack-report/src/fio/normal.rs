@@ -97,13 +97,23 @@ fn render_preamble(out: &mut String, p: &Preamble, version: &str) {
 pub(crate) fn starting_line(threads: u32, processes: u32) -> String {
     let mut s = String::from("Starting ");
     if threads != 0 {
-        let _ = write!(s, "{} thread{}", threads, if threads > 1 { "s" } else { "" });
+        let _ = write!(
+            s,
+            "{} thread{}",
+            threads,
+            if threads > 1 { "s" } else { "" }
+        );
     }
     if processes != 0 {
         if threads != 0 {
             s.push_str(" and ");
         }
-        let _ = write!(s, "{} process{}", processes, if processes > 1 { "es" } else { "" });
+        let _ = write!(
+            s,
+            "{} process{}",
+            processes,
+            if processes > 1 { "es" } else { "" }
+        );
     }
     s.push('\n');
     s
@@ -158,7 +168,11 @@ pub(crate) fn show_clat_percentiles(
     };
     let _ = write!(out, "    {pre} percentiles ({unit}):\n     |");
     let q = maxv / divisor;
-    let time_width = if q == 0 { 5 } else { 5.max(((q as f64).log10() + 1.0) as usize) };
+    let time_width = if q == 0 {
+        5
+    } else {
+        5.max(((q as f64).log10() + 1.0) as usize)
+    };
     let prec = precision as usize;
     let per_line = (80 - 7) / (prec + 10 + time_width);
     let per_line = per_line.max(1);
@@ -308,8 +322,9 @@ pub(crate) fn calc_dist(map: &[u64], total: u64) -> Vec<f64> {
         .collect()
 }
 
-pub(crate) const LAT_RANGES: [&str; 12] =
-    ["2=", "4=", "10=", "20=", "50=", "100=", "250=", "500=", "750=", "1000=", "2000=", ">=2000="];
+pub(crate) const LAT_RANGES: [&str; 12] = [
+    "2=", "4=", "10=", "20=", "50=", "100=", "250=", "500=", "750=", "1000=", "2000=", ">=2000=",
+];
 
 /// fio's `show_lat`: non-zero buckets, five per line, with `prefix` before
 /// each line (`  lat (usec)   : ` in 3.33, `    lat (usec) : ` in 2.16).
@@ -414,7 +429,13 @@ fn show_thread_status_normal(out: &mut String, ts: &JobStats, rs: &GroupStats, d
     if let Some(c) = ts.sync.stat.calc() {
         out.push_str("  fsync/fdatasync/sync_file_range:\n");
         display_lat(out, "sync", c);
-        show_clat_percentiles(out, &ts.sync, &ts.percentile_list, ts.percentile_precision, "sync");
+        show_clat_percentiles(
+            out,
+            &ts.sync,
+            &ts.percentile_list,
+            ts.percentile_precision,
+            "sync",
+        );
     }
     let (usr, sys) = ts.cpu_percent();
     let _ = writeln!(
@@ -478,14 +499,14 @@ fn show_group_stats(out: &mut String, rs: &GroupStats) {
     let i2p = is_power_of_2(rs.kb_base);
     let sf = rs.sig_figs as usize;
     let u = bw_unit(rs.unit_base);
-    for i in 0..3 {
+    for (i, label) in STR.iter().enumerate() {
         if rs.max_run[i] == 0 {
             continue;
         }
         let _ = writeln!(
             out,
             "{}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
-            STR[i],
+            label,
             num2str(rs.agg[i], sf, 1, i2p, u),
             num2str(rs.agg[i], sf, 1, !i2p, u),
             num2str(rs.min_bw[i], sf, 1, i2p, u),

@@ -128,7 +128,11 @@ pub fn num2str_old(num: u64, maxlen: usize, base: u64, pow2: bool, unit_base: u3
         post_index += 1;
     }
     let done = |num: u64, post_index: usize| {
-        let pi = if post_index >= POSTFIX.len() { 0 } else { post_index };
+        let pi = if post_index >= POSTFIX.len() {
+            0
+        } else {
+            post_index
+        };
         format!("{num}{}{byte}", POSTFIX[pi])
     };
     let Some(mut modulo) = modulo else {
@@ -151,14 +155,18 @@ pub fn num2str_old(num: u64, maxlen: usize, base: u64, pow2: bool, unit_base: u3
 /// `ctime_r` without the trailing newline, in UTC: `Sat Nov 21 15:19:51 2026`.
 pub fn ctime(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
     let wday = DAYS[days.rem_euclid(7) as usize];
     let (y, mo, d) = civil_from_days(days);
-    format!("{wday} {}{d:3} {h:02}:{m:02}:{s:02} {y}", MONTHS[(mo - 1) as usize])
+    format!(
+        "{wday} {}{d:3} {h:02}:{m:02}:{s:02} {y}",
+        MONTHS[(mo - 1) as usize]
+    )
 }
 
 /// Howard Hinnant's `civil_from_days`: (year, month 1-12, day 1-31).

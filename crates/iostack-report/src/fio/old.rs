@@ -11,7 +11,9 @@
 
 use std::fmt::Write as _;
 
-use super::normal::{calc_dist, calc_lat, is_power_of_2, show_disk_util, show_lat, starting_line, strerror};
+use super::normal::{
+    calc_dist, calc_lat, is_power_of_2, show_disk_util, show_lat, starting_line, strerror,
+};
 use super::num2str::num2str_old;
 use super::stats::{Ddir, JobStats, UnitBase};
 use super::{FioReport, Preamble};
@@ -80,8 +82,8 @@ fn old_groups(entries: &[JobStats]) -> Vec<OldGroup> {
     }
     for rs in &mut gs {
         for j in 0..3 {
-            if rs.max_run[j] != 0 {
-                rs.agg[j] = rs.io_kb[j].wrapping_mul(1000) / rs.max_run[j];
+            if let Some(agg) = rs.io_kb[j].wrapping_mul(1000).checked_div(rs.max_run[j]) {
+                rs.agg[j] = agg;
             }
         }
     }
@@ -177,7 +179,8 @@ pub fn render_old(r: &FioReport) -> String {
 
 /// 2.16 `display_lat` on microsecond values.
 fn display_lat_old(out: &mut String, name: &str, c: (u64, u64, f64, f64)) {
-    let (mut min, mut max, mut mean, mut dev) = (c.0 / 1000, c.1 / 1000, c.2 / 1000.0, c.3 / 1000.0);
+    let (mut min, mut max, mut mean, mut dev) =
+        (c.0 / 1000, c.1 / 1000, c.2 / 1000.0, c.3 / 1000.0);
     let base = if min > 1000 && max > 1000 && mean > 1000.0 && dev > 1000.0 {
         min /= 1000;
         max /= 1000;
@@ -225,7 +228,11 @@ fn show_clat_percentiles_old(out: &mut String, ts: &JobStats, ddir: Ddir) {
         let is_last = j == len - 1;
         let pad = if p < 10.0 { " " } else { "" };
         let v = if scale_down { v.div_ceil(1000) } else { v };
-        let _ = write!(out, " {pad}{p:.prec$}th=[{v:5}]{}", if is_last { '\n' } else { ',' });
+        let _ = write!(
+            out,
+            " {pad}{p:.prec$}th=[{v:5}]{}",
+            if is_last { '\n' } else { ',' }
+        );
         if is_last {
             break;
         }
@@ -349,7 +356,15 @@ fn show_thread_status_old(out: &mut String, ts: &JobStats, rs: &OldGroup, date: 
     let _ = writeln!(
         out,
         "     issued    : total=r={}/w={}/d={}, short=r={}/w={}/d={}, drop=r={}/w={}/d={}",
-        r.total_ios, w.total_ios, t.total_ios, r.short_ios, w.short_ios, t.short_ios, r.drop_ios, w.drop_ios, t.drop_ios
+        r.total_ios,
+        w.total_ios,
+        t.total_ios,
+        r.short_ios,
+        w.short_ios,
+        t.short_ios,
+        r.drop_ios,
+        w.drop_ios,
+        t.drop_ios
     );
     if ts.continue_on_error {
         let _ = writeln!(
@@ -375,14 +390,14 @@ fn show_group_stats_old(out: &mut String, rs: &OldGroup) {
     let i2p = is_power_of_2(rs.kb_base);
     let kb = u64::from(rs.kb_base);
     let u = unit_base_old(rs.unit_base);
-    for i in 0..3 {
+    for (i, label) in STR.iter().enumerate() {
         if rs.max_run[i] == 0 {
             continue;
         }
         let _ = writeln!(
             out,
             "{}: io={}, aggrb={}/s, minb={}/s, maxb={}/s, mint={}msec, maxt={}msec",
-            STR[i],
+            label,
             num2str_old(rs.io_kb[i], 6, kb, i2p, 8),
             num2str_old(rs.agg[i], 6, kb, i2p, u),
             num2str_old(rs.min_bw[i], 6, kb, i2p, u),

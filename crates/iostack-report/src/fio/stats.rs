@@ -113,7 +113,13 @@ impl Default for RateSampler {
 
 impl RateSampler {
     pub fn new(avg_msec: u64) -> Self {
-        RateSampler { avg_msec: avg_msec.max(1), window: 0, bytes: [0; 3], ios: [0; 3], pending: None }
+        RateSampler {
+            avg_msec: avg_msec.max(1),
+            window: 0,
+            bytes: [0; 3],
+            ios: [0; 3],
+            pending: None,
+        }
     }
 
     fn avg_ns(&self) -> u64 {
@@ -318,7 +324,12 @@ impl JobStats {
         d.lat.record(io.lat_ns);
         self.mark_latency(io.clat_ns);
         self.mark_depth(io.depth, 1);
-        self.sampler.add(io.ddir, io.bytes, io.issue_ns.saturating_add(io.clat_ns), &mut self.dirs);
+        self.sampler.add(
+            io.ddir,
+            io.bytes,
+            io.issue_ns.saturating_add(io.clat_ns),
+            &mut self.dirs,
+        );
     }
 
     /// Records one fsync/fdatasync/sync_file_range issued by the job's
@@ -414,7 +425,10 @@ impl JobStats {
             return (0.0, 0.0);
         }
         let runt = self.total_run_time_ms as f64;
-        (self.usr_time_ms as f64 * 100.0 / runt, self.sys_time_ms as f64 * 100.0 / runt)
+        (
+            self.usr_time_ms as f64 * 100.0 / runt,
+            self.sys_time_ms as f64 * 100.0 / runt,
+        )
     }
 
     /// A blank accumulator (fio's `init_thread_stat`).
@@ -586,8 +600,8 @@ pub fn compute_groups(entries: &[JobStats]) -> Vec<GroupStats> {
     }
     for rs in &mut groups {
         for j in 0..3 {
-            if rs.max_run[j] != 0 {
-                rs.agg[j] = rs.iobytes[j].wrapping_mul(1000) / rs.max_run[j];
+            if let Some(agg) = rs.iobytes[j].wrapping_mul(1000).checked_div(rs.max_run[j]) {
+                rs.agg[j] = agg;
             }
         }
     }

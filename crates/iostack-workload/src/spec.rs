@@ -1,0 +1,828 @@
+//! Resolved, typed jobs.
+
+use std::path::PathBuf;
+
+use crate::error::{ErrorKind, FioError};
+use crate::jobfile::{OptionEntry, Section};
+use crate::state::{split_names, BsSplit, OptState, Scalar, ZoneSplit};
+
+/// A value per I/O direction (fio's read, write, trim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerDir<T> {
+    /// Reads.
+    pub read: T,
+    /// Writes.
+    pub write: T,
+    /// Trims (discards).
+    pub trim: T,
+}
+
+impl<T: Copy> PerDir<T> {
+    fn from_array(a: [T; 3]) -> Self {
+        PerDir {
+            read: a[0],
+            write: a[1],
+            trim: a[2],
+        }
+    }
+}
+
+/// The `rw=` pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RwKind {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `trim`: sequential trims.
+    Trim,
+    /// `randread`.
+    RandRead,
+    /// `randwrite`.
+    RandWrite,
+    /// `randtrim`.
+    RandTrim,
+    /// `rw` / `readwrite`: sequential mixed reads and writes.
+    ReadWrite,
+    /// `randrw`: random mixed reads and writes.
+    RandRw,
+    /// `trimwrite`: sequential trims each followed by a write of the same block.
+    TrimWrite,
+    /// `randtrimwrite`.
+    RandTrimWrite,
+}
+
+impl RwKind {
+    /// Parse fio's value (`readwrite` is `rw`).
+    pub fn from_fio(s: &str) -> Option<RwKind> {
+        Some(match s {
+            "read" => RwKind::Read,
+            "write" => RwKind::Write,
+            "trim" => RwKind::Trim,
+            "randread" => RwKind::RandRead,
+            "randwrite" => RwKind::RandWrite,
+            "randtrim" => RwKind::RandTrim,
+            "rw" | "readwrite" => RwKind::ReadWrite,
+            "randrw" => RwKind::RandRw,
+            "trimwrite" => RwKind::TrimWrite,
+            "randtrimwrite" => RwKind::RandTrimWrite,
+            _ => return None,
+        })
+    }
+
+    /// fio's canonical spelling (as printed in `rw=` of the normal output).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RwKind::Read => "read",
+            RwKind::Write => "write",
+            RwKind::Trim => "trim",
+            RwKind::RandRead => "randread",
+            RwKind::RandWrite => "randwrite",
+            RwKind::RandTrim => "randtrim",
+            RwKind::ReadWrite => "rw",
+            RwKind::RandRw => "randrw",
+            RwKind::TrimWrite => "trimwrite",
+            RwKind::RandTrimWrite => "randtrimwrite",
+        }
+    }
+
+    /// Random offsets.
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwKind::RandRead
+                | RwKind::RandWrite
+                | RwKind::RandTrim
+                | RwKind::RandRw
+                | RwKind::RandTrimWrite
+        )
+    }
+
+    /// Sequential offsets.
+    pub fn is_sequential(self) -> bool {
+        !self.is_random()
+    }
+
+    /// Issues reads.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            RwKind::Read | RwKind::RandRead | RwKind::ReadWrite | RwKind::RandRw
+        )
+    }
+
+    /// Issues writes.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            RwKind::Write
+                | RwKind::RandWrite
+                | RwKind::ReadWrite
+                | RwKind::RandRw
+                | RwKind::TrimWrite
+                | RwKind::RandTrimWrite
+        )
+    }
+
+    /// Issues trims.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwKind::Trim | RwKind::RandTrim | RwKind::TrimWrite | RwKind::RandTrimWrite
+        )
+    }
+
+    /// Mixes two directions.
+    pub fn is_mixed(self) -> bool {
+        matches!(
+            self,
+            RwKind::ReadWrite | RwKind::RandRw | RwKind::TrimWrite | RwKind::RandTrimWrite
+        )
+    }
+}
+
+/// The `:<n>` suffix of `rw=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RwModifier {
+    /// Sequential patterns: bytes added to the offset after every I/O (a hole);
+    /// negative values walk backwards (`rw=read:-8k`).
+    SeqAdd(i64),
+    /// Random patterns: number of I/Os issued per new random offset.
+    RandomRun(u32),
+}
+
+/// `rw=` with its modifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RwMode {
+    /// Pattern.
+    pub kind: RwKind,
+    /// `:<n>` modifier, if given.
+    pub modifier: Option<RwModifier>,
+}
+
+/// `rw_sequencer=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RwSequencer {
+    /// New offsets between runs come from the usual generator (default).
+    Sequential,
+    /// Runs repeat the same offset.
+    Identical,
+}
+
+/// The I/O engines iostack simulates (the Debian fio 3.33 build supports them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoEngine {
+    /// read/write + lseek.
+    Sync,
+    /// pread/pwrite (fio's default on Linux).
+    Psync,
+    /// readv/writev.
+    Vsync,
+    /// preadv/pwritev.
+    Pvsync,
+    /// preadv2/pwritev2.
+    Pvsync2,
+    /// Linux native AIO.
+    Libaio,
+    /// io_uring.
+    IoUring,
+    /// POSIX AIO.
+    Posixaio,
+    /// mmap + memcpy.
+    Mmap,
+    /// No data transfer.
+    Null,
+}
+
+impl IoEngine {
+    /// Parse fio's engine name.
+    pub fn from_fio(s: &str) -> Option<IoEngine> {
+        Some(match s {
+            "sync" => IoEngine::Sync,
+            "psync" => IoEngine::Psync,
+            "vsync" => IoEngine::Vsync,
+            "pvsync" => IoEngine::Pvsync,
+            "pvsync2" => IoEngine::Pvsync2,
+            "libaio" => IoEngine::Libaio,
+            "io_uring" => IoEngine::IoUring,
+            "posixaio" => IoEngine::Posixaio,
+            "mmap" => IoEngine::Mmap,
+            "null" => IoEngine::Null,
+            _ => return None,
+        })
+    }
+
+    /// fio's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoEngine::Sync => "sync",
+            IoEngine::Psync => "psync",
+            IoEngine::Vsync => "vsync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Pvsync2 => "pvsync2",
+            IoEngine::Libaio => "libaio",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Posixaio => "posixaio",
+            IoEngine::Mmap => "mmap",
+            IoEngine::Null => "null",
+        }
+    }
+
+    /// Whether the engine completes each I/O before submitting the next
+    /// (`iodepth` has no effect).
+    pub fn is_sync(self) -> bool {
+        !matches!(
+            self,
+            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio | IoEngine::Null
+        )
+    }
+}
+
+/// A size-like value: bytes, a percentage of the file or device, or zones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Amount {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent (0-100) of the existing file or device.
+    Percent(u32),
+    /// Number of zones (`Nz`).
+    Zones(u64),
+}
+
+impl Amount {
+    fn from_scalar(s: Scalar) -> Amount {
+        match s {
+            Scalar::Int(v) => Amount::Bytes(v.clamp(0, i128::from(u64::MAX)) as u64),
+            Scalar::Percent(p) => Amount::Percent(p as u32),
+            Scalar::Zone(z) => Amount::Zones(z),
+        }
+    }
+
+    /// Bytes, if this is a byte count.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            Amount::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// `sync=`: O_SYNC / O_DSYNC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncMode {
+    /// Neither (default; `none` or `0`).
+    None,
+    /// O_SYNC (`sync` or `1`).
+    Sync,
+    /// O_DSYNC (`dsync`).
+    Dsync,
+}
+
+/// `fallocate=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fallocate {
+    /// `none` / `0`.
+    None,
+    /// `native` (default).
+    Native,
+    /// `posix` / `1`.
+    Posix,
+    /// `keep` (FALLOC_FL_KEEP_SIZE).
+    Keep,
+    /// `truncate`.
+    Truncate,
+}
+
+/// `random_generator=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RandomGenerator {
+    /// Default.
+    Tausworthe,
+    /// Never repeats an offset.
+    Lfsr,
+    /// 64-bit Tausworthe.
+    Tausworthe64,
+}
+
+/// `random_distribution=`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RandomDistribution {
+    /// Uniform (default).
+    Random,
+    /// Zipf with theta; center -1 when not given.
+    Zipf {
+        /// Theta.
+        theta: f64,
+        /// Center (0..1) or -1.
+        center: f64,
+    },
+    /// Pareto with h.
+    Pareto {
+        /// Shape.
+        h: f64,
+        /// Center (0..1) or -1.
+        center: f64,
+    },
+    /// Normal (Gauss) with deviation in percent.
+    Normal {
+        /// Deviation (percent).
+        dev: f64,
+        /// Center (0..1) or -1.
+        center: f64,
+    },
+    /// `zoned:` access/size percentages per direction.
+    Zoned(PerDir<Vec<ZoneSplit>>),
+    /// `zoned_abs:` access percentages with absolute zone sizes per direction.
+    ZonedAbs(PerDir<Vec<ZoneSplit>>),
+}
+
+/// A resolved job (one non-global section, with the globals above it applied).
+/// `numjobs` clones are not expanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    /// Job name: the `name=` option if the job sets it, else the section name.
+    pub name: String,
+    /// Section name.
+    pub section: String,
+    /// File of the section header.
+    pub file: PathBuf,
+    /// Line of the section header.
+    pub line: usize,
+    /// `description=`.
+    pub description: Option<String>,
+    /// Reporting group (fio's `groupid`): starts at 0, incremented by `stonewall` or
+    /// `new_group` after a previous job.
+    pub group_id: u32,
+    /// `numjobs=` (clones; default 1).
+    pub numjobs: u32,
+    /// `rw=`.
+    pub rw: RwMode,
+    /// `rw_sequencer=`.
+    pub rw_sequencer: RwSequencer,
+    /// Mixed workload percentage of reads (`rwmixread`, or 100 - `rwmixwrite`).
+    pub rwmix_read: u32,
+    /// Mixed workload percentage of writes.
+    pub rwmix_write: u32,
+    /// `bs=` per direction (default 4096).
+    pub bs: PerDir<u64>,
+    /// Effective minimum block size per direction (`bsrange`, `bssplit`, else `bs`).
+    pub min_bs: PerDir<u64>,
+    /// Effective maximum block size per direction.
+    pub max_bs: PerDir<u64>,
+    /// `bssplit=` per direction (empty when not used), sorted by percentage.
+    pub bssplit: PerDir<Vec<BsSplit>>,
+    /// `blockalign=` per direction (defaults to `min_bs`; only random I/O may differ).
+    pub blockalign: PerDir<u64>,
+    /// `bs_unaligned`.
+    pub bs_unaligned: bool,
+    /// `size=` (None: use the existing file or device size).
+    pub size: Option<Amount>,
+    /// `io_size=` (None: same as size).
+    pub io_size: Option<Amount>,
+    /// `filesize=` as (low, high); None when not set.
+    pub filesize: Option<(u64, u64)>,
+    /// `offset=`.
+    pub offset: Amount,
+    /// `offset_increment=`.
+    pub offset_increment: Amount,
+    /// `nrfiles=` (or the number of `filename=` entries).
+    pub nrfiles: u32,
+    /// `openfiles=` (0: all).
+    pub openfiles: u32,
+    /// `filename=` as written (last one set), if any.
+    pub filename: Option<String>,
+    /// Explicit files (from `filename=`, `:`-split, `\:` unescaped, with the
+    /// `directory=` that was current prefixed). Empty when fio generates names.
+    pub files: Vec<String>,
+    /// `directory=`.
+    pub directory: Option<String>,
+    /// `filename_format=`.
+    pub filename_format: String,
+    /// `ioengine=`.
+    pub ioengine: IoEngine,
+    /// `iodepth=`.
+    pub iodepth: u32,
+    /// `iodepth_batch_submit=` (0: same as iodepth).
+    pub iodepth_batch: u32,
+    /// `iodepth_batch_complete_min=`.
+    pub iodepth_batch_complete_min: u32,
+    /// `iodepth_batch_complete_max=` (0: same as min).
+    pub iodepth_batch_complete_max: u32,
+    /// `iodepth_low=` (0: same as iodepth).
+    pub iodepth_low: u32,
+    /// O_DIRECT (`direct=1` or `buffered=0`).
+    pub direct: bool,
+    /// `sync=`.
+    pub sync: SyncMode,
+    /// `fsync=N`: fsync after every N writes (0: never).
+    pub fsync: u32,
+    /// `fdatasync=N`.
+    pub fdatasync: u32,
+    /// `end_fsync`.
+    pub end_fsync: bool,
+    /// `fsync_on_close`.
+    pub fsync_on_close: bool,
+    /// `runtime=` in ns (0: unlimited).
+    pub runtime_ns: u64,
+    /// `time_based`.
+    pub time_based: bool,
+    /// `ramp_time=` in ns.
+    pub ramp_time_ns: u64,
+    /// `startdelay=` in ns (low end of the range).
+    pub startdelay_ns: u64,
+    /// `startdelay=` high end in ns (equal to low unless a range was given).
+    pub startdelay_high_ns: u64,
+    /// `thinktime=` in ns.
+    pub thinktime_ns: u64,
+    /// `thinktime_spin=` in ns.
+    pub thinktime_spin_ns: u64,
+    /// `thinktime_blocks=`.
+    pub thinktime_blocks: u32,
+    /// `rate=` in bytes/s per direction (0: unlimited).
+    pub rate: PerDir<u64>,
+    /// `rate_iops=` per direction.
+    pub rate_iops: PerDir<u64>,
+    /// `loops=`.
+    pub loops: u32,
+    /// `thread`.
+    pub thread: bool,
+    /// `group_reporting`.
+    pub group_reporting: bool,
+    /// `stonewall` / `wait_for_previous`.
+    pub stonewall: bool,
+    /// `new_group`.
+    pub new_group: bool,
+    /// `wait_for=`.
+    pub wait_for: Option<String>,
+    /// `exitall`.
+    pub exitall: bool,
+    /// `create_on_open`.
+    pub create_on_open: bool,
+    /// `overwrite` (fio forces it on for jobs that read).
+    pub overwrite: bool,
+    /// `invalidate` (default true).
+    pub invalidate: bool,
+    /// `allow_file_create` (default true).
+    pub allow_file_create: bool,
+    /// `unlink`.
+    pub unlink: bool,
+    /// `fallocate=`.
+    pub fallocate: Fallocate,
+    /// `randrepeat` (default true).
+    pub randrepeat: bool,
+    /// `randseed=` if set.
+    pub randseed: Option<u64>,
+    /// `norandommap`.
+    pub norandommap: bool,
+    /// `random_generator=`.
+    pub random_generator: RandomGenerator,
+    /// `random_distribution=`.
+    pub random_distribution: RandomDistribution,
+    /// `file_service_type=` value as fio names it (`roundrobin`, `random`, ...).
+    pub file_service_type: String,
+    /// `kb_base=` (1024 or 1000).
+    pub kb_base: u32,
+    /// `unit_base=` (0 auto, 8 bytes, 1 bits).
+    pub unit_base: u32,
+    /// `prio=` (0-7) if set.
+    pub prio: Option<u32>,
+    /// `prioclass=` (0-3) if set.
+    pub prioclass: Option<u32>,
+    /// `nice=`.
+    pub nice: i32,
+    /// `cpus_allowed=` as written.
+    pub cpus_allowed: Option<String>,
+    /// `write_iolog=`.
+    pub write_iolog: Option<String>,
+    /// `read_iolog=`.
+    pub read_iolog: Option<String>,
+    /// `zero_buffers`.
+    pub zero_buffers: bool,
+    /// `refill_buffers`.
+    pub refill_buffers: bool,
+    /// `scramble_buffers` (default true).
+    pub scramble_buffers: bool,
+    /// `verify=` method (None for `0`).
+    pub verify: Option<String>,
+    /// `write_bw_log`: Some(prefix) when enabled ("" when bare).
+    pub write_bw_log: Option<String>,
+    /// `write_lat_log`.
+    pub write_lat_log: Option<String>,
+    /// `write_iops_log`.
+    pub write_iops_log: Option<String>,
+    /// `log_avg_msec=`.
+    pub log_avg_msec: u32,
+    /// `per_job_logs` (default true).
+    pub per_job_logs: bool,
+    /// `lat_percentiles`.
+    pub lat_percentiles: bool,
+    /// `clat_percentiles` (default true).
+    pub clat_percentiles: bool,
+    /// `percentile_list=`.
+    pub percentile_list: Vec<f64>,
+    /// `gtod_reduce`.
+    pub gtod_reduce: bool,
+    /// `disable_lat` (also set by gtod_reduce).
+    pub disable_lat: bool,
+    /// The job's own options, in file order, as written.
+    pub options: Vec<OptionEntry>,
+    /// How many of [`crate::JobFile::global_options`] were in effect for this job
+    /// (global sections apply only to the jobs below them).
+    pub global_options_applied: usize,
+}
+
+impl JobSpec {
+    /// The value of one of the job's own options (as expanded), by canonical name;
+    /// the last assignment wins. `Some(None)` for a bare option.
+    pub fn option(&self, name: &str) -> Option<Option<&str>> {
+        self.options
+            .iter()
+            .rev()
+            .find(|e| e.name == name)
+            .map(|e| e.expanded.as_deref())
+    }
+
+    /// File names clone `clone` (0-based) of this job uses: the explicit `files`, or
+    /// the names fio generates (`filename_format`, default
+    /// `$jobname.$jobnum.$filenum`, under `directory`).
+    pub fn file_names(&self, clone: u32) -> Vec<String> {
+        if !self.files.is_empty() {
+            return self.files.clone();
+        }
+        let dir = self.directory.as_deref().map(|d| {
+            let dirs = split_names(d);
+            if dirs.is_empty() {
+                String::new()
+            } else {
+                format!("{}/", dirs[clone as usize % dirs.len()])
+            }
+        });
+        (0..self.nrfiles.max(1))
+            .map(|f| {
+                let name = expand_format(&self.filename_format, &self.section, clone, f);
+                format!("{}{}", dir.as_deref().unwrap_or(""), name)
+            })
+            .collect()
+    }
+}
+
+fn replace_ci(s: &str, kw: &str, val: &str) -> String {
+    let lower = s.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut last = 0;
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(kw) {
+        let i = from + i;
+        out.push_str(&s[last..i]);
+        out.push_str(val);
+        last = i + kw.len();
+        from = last;
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+fn expand_format(fmt: &str, jobname: &str, jobnum: u32, filenum: u32) -> String {
+    if fmt.is_empty() {
+        return format!("{jobname}.{jobnum}.{filenum}");
+    }
+    let s = replace_ci(fmt, "$jobname", jobname);
+    let s = replace_ci(&s, "$jobnum", &jobnum.to_string());
+    let s = replace_ci(&s, "$filenum", &filenum.to_string());
+    replace_ci(&s, "$clientuid", "0")
+}
+
+fn u32c(v: i128) -> u32 {
+    v.clamp(0, i128::from(u32::MAX)) as u32
+}
+
+fn u64c(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+fn ns(us: i128) -> u64 {
+    u64c(us).saturating_mul(1000)
+}
+
+/// Build the typed job from the option state (with the parts of fio's
+/// `fixup_options` that change values: block-size ranges, alignment, overwrite...).
+pub(crate) fn build_job(st: &OptState, section: &Section, globals: usize) -> Result<JobSpec, FioError> {
+    let kind = RwKind::from_fio(st.choice("td_ddir").unwrap_or("read")).unwrap_or(RwKind::Read);
+    let modifier = match st.text("td_ddir").and_then(|t| t.find(':')) {
+        None => None,
+        Some(_) if kind.is_random() => Some(RwModifier::RandomRun(u32c(st.int("ddir_seq_nr")))),
+        Some(_) => Some(RwModifier::SeqAdd(
+            st.int("ddir_seq_add")
+                .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+        )),
+    };
+    let ioengine = IoEngine::from_fio(st.ioengine()).ok_or_else(|| {
+        FioError::new(
+            &section.file,
+            section.line,
+            ErrorKind::EngineNotLoadable,
+            format!("engine {} not loadable", st.ioengine()),
+        )
+    })?;
+    let bs = st.num("bs").map(|s| u64c(s.int()));
+    let ranges = st.ranges.get("min_bs").copied().unwrap_or([(0, 0); 3]);
+    let mut min_bs = [0u64; 3];
+    let mut max_bs = [0u64; 3];
+    for d in 0..3 {
+        min_bs[d] = if ranges[d].0 == 0 { bs[d] } else { ranges[d].0 };
+        max_bs[d] = if ranges[d].1 == 0 { bs[d] } else { ranges[d].1 };
+    }
+    let ba_raw = st.num("ba").map(|s| u64c(s.int()));
+    let mut ba = [0u64; 3];
+    for d in 0..3 {
+        ba[d] = if ba_raw[d] == 0 || !kind.is_random() || !st.set.contains("ba") {
+            min_bs[d]
+        } else {
+            ba_raw[d]
+        };
+    }
+    let rwmix = st.num("rwmix");
+    let size = st.set.contains("size").then(|| Amount::from_scalar(st.num("size")[0]));
+    let io_size = st
+        .set
+        .contains("io_size")
+        .then(|| Amount::from_scalar(st.num("io_size")[0]));
+    let fs = st.num("file_size_low");
+    let filesize = st
+        .set
+        .contains("filesize")
+        .then(|| (u64c(fs[0].int()), u64c(fs[1].int().max(fs[0].int()))));
+    let sd = st.num("start_delay");
+    let dist = match st.choice("random_distribution").unwrap_or("random") {
+        "zipf" => RandomDistribution::Zipf {
+            theta: st.dist_params.0,
+            center: st.dist_params.1,
+        },
+        "pareto" => RandomDistribution::Pareto {
+            h: st.dist_params.0,
+            center: st.dist_params.1,
+        },
+        "normal" => RandomDistribution::Normal {
+            dev: st.dist_params.0,
+            center: st.dist_params.1,
+        },
+        "zoned" => RandomDistribution::Zoned(PerDir {
+            read: st.zones[0].clone(),
+            write: st.zones[1].clone(),
+            trim: st.zones[2].clone(),
+        }),
+        "zoned_abs" => RandomDistribution::ZonedAbs(PerDir {
+            read: st.zones[0].clone(),
+            write: st.zones[1].clone(),
+            trim: st.zones[2].clone(),
+        }),
+        _ => RandomDistribution::Random,
+    };
+    let log = |flag: &str, field: &str| -> Option<String> {
+        st.flag(flag)
+            .then(|| st.text(field).unwrap_or("").to_string())
+    };
+    let name = section
+        .options
+        .iter()
+        .rev()
+        .find(|e| e.name == "name")
+        .and_then(|e| e.expanded.clone())
+        .unwrap_or_else(|| section.name.clone());
+    Ok(JobSpec {
+        name,
+        section: section.name.clone(),
+        file: section.file.clone(),
+        line: section.line,
+        description: st.text("description").map(str::to_string),
+        group_id: 0,
+        numjobs: u32c(st.int("numjobs")),
+        rw: RwMode { kind, modifier },
+        rw_sequencer: if st.choice("rw_seq") == Some("identical") {
+            RwSequencer::Identical
+        } else {
+            RwSequencer::Sequential
+        },
+        rwmix_read: u32c(rwmix[0].int()),
+        rwmix_write: u32c(rwmix[1].int()),
+        bs: PerDir::from_array(bs),
+        min_bs: PerDir::from_array(min_bs),
+        max_bs: PerDir::from_array(max_bs),
+        bssplit: PerDir {
+            read: st.bssplit[0].clone(),
+            write: st.bssplit[1].clone(),
+            trim: st.bssplit[2].clone(),
+        },
+        blockalign: PerDir::from_array(ba),
+        bs_unaligned: st.flag("bs_unaligned"),
+        size,
+        io_size,
+        filesize,
+        offset: Amount::from_scalar(st.num("start_offset")[0]),
+        offset_increment: Amount::from_scalar(st.num("offset_increment")[0]),
+        nrfiles: u32c(st.int("nr_files")),
+        openfiles: u32c(st.int("open_files")),
+        filename: st.text("filename").map(str::to_string),
+        files: st.files.clone(),
+        directory: st.text("directory").map(str::to_string),
+        filename_format: st.text("filename_format").unwrap_or("").to_string(),
+        ioengine,
+        iodepth: u32c(st.int("iodepth")),
+        iodepth_batch: u32c(st.int("iodepth_batch")),
+        iodepth_batch_complete_min: u32c(st.int("iodepth_batch_complete_min")),
+        iodepth_batch_complete_max: u32c(st.int("iodepth_batch_complete_max")),
+        iodepth_low: u32c(st.int("iodepth_low")),
+        direct: st.flag("odirect"),
+        sync: match st.choice("sync_io") {
+            Some("sync" | "1") => SyncMode::Sync,
+            Some("dsync") => SyncMode::Dsync,
+            _ => SyncMode::None,
+        },
+        fsync: u32c(st.int("fsync_blocks")),
+        fdatasync: u32c(st.int("fdatasync_blocks")),
+        end_fsync: st.flag("end_fsync"),
+        fsync_on_close: st.flag("fsync_on_close"),
+        runtime_ns: ns(st.int("timeout")),
+        time_based: st.flag("time_based"),
+        ramp_time_ns: ns(st.int("ramp_time")),
+        startdelay_ns: ns(sd[0].int()),
+        startdelay_high_ns: ns(sd[1].int().max(sd[0].int())),
+        thinktime_ns: ns(st.int("thinktime")),
+        thinktime_spin_ns: ns(st.int("thinktime_spin")),
+        thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
+        rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
+        loops: u32c(st.int("loops")),
+        thread: st.flag("use_thread"),
+        group_reporting: st.flag("group_reporting"),
+        stonewall: st.flag("stonewall"),
+        new_group: st.flag("new_group"),
+        wait_for: st.text("wait_for").map(str::to_string),
+        exitall: st.flag("exitall"),
+        create_on_open: st.flag("create_on_open"),
+        overwrite: st.flag("overwrite") || kind.reads(),
+        invalidate: st.flag("invalidate_cache"),
+        allow_file_create: st.flag("allow_create"),
+        unlink: st.flag("unlink"),
+        fallocate: match st.choice("fallocate_mode") {
+            Some("none" | "0") => Fallocate::None,
+            Some("posix" | "1") => Fallocate::Posix,
+            Some("keep") => Fallocate::Keep,
+            Some("truncate") => Fallocate::Truncate,
+            _ => Fallocate::Native,
+        },
+        randrepeat: st.flag("rand_repeatable") && !st.set.contains("randseed"),
+        randseed: st
+            .set
+            .contains("randseed")
+            .then(|| u64c(st.int("rand_seed"))),
+        norandommap: st.flag("norandommap")
+            || st.choice("random_distribution").is_some_and(|d| d != "random"),
+        random_generator: match st.choice("random_generator") {
+            Some("lfsr") => RandomGenerator::Lfsr,
+            Some("tausworthe64") => RandomGenerator::Tausworthe64,
+            _ => RandomGenerator::Tausworthe,
+        },
+        random_distribution: dist,
+        file_service_type: st
+            .choice("file_service_type")
+            .unwrap_or("roundrobin")
+            .to_string(),
+        kb_base: st.kb_base(),
+        unit_base: st
+            .choice("unit_base")
+            .and_then(|u| u.parse().ok())
+            .unwrap_or(0),
+        prio: st.set.contains("prio").then(|| u32c(st.int("ioprio"))),
+        prioclass: st
+            .set
+            .contains("prioclass")
+            .then(|| u32c(st.int("ioprio_class"))),
+        nice: st.int("nice").clamp(-20, 19) as i32,
+        cpus_allowed: st
+            .set
+            .contains("cpus_allowed")
+            .then(|| st.text("cpumask").unwrap_or("").to_string()),
+        write_iolog: st.text("write_iolog_file").map(str::to_string),
+        read_iolog: st.text("read_iolog_file").map(str::to_string),
+        zero_buffers: st.flag("zero_buffers"),
+        refill_buffers: st.flag("refill_buffers"),
+        scramble_buffers: st.flag("scramble_buffers"),
+        verify: match st.choice("verify") {
+            None | Some("0") => None,
+            Some(v) => Some(v.to_string()),
+        },
+        write_bw_log: log("write_bw_log", "bw_log_file"),
+        write_lat_log: log("write_lat_log", "lat_log_file"),
+        write_iops_log: log("write_iops_log", "iops_log_file"),
+        log_avg_msec: u32c(st.int("log_avg_msec")),
+        per_job_logs: st.flag("per_job_logs"),
+        lat_percentiles: st.flag("lat_percentiles"),
+        clat_percentiles: st.flag("clat_percentiles"),
+        percentile_list: st.floats.get("percentile_list").cloned().unwrap_or_default(),
+        gtod_reduce: st.flag("gtod_reduce"),
+        disable_lat: st.flag("disable_lat"),
+        options: section.options.clone(),
+        global_options_applied: globals,
+    })
+}
