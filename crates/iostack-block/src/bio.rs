@@ -61,10 +61,14 @@ impl BioSlab {
         }
     }
     pub fn get(&self, id: BioId) -> &Bio {
-        self.slots[id.0 as usize].as_ref().expect("use of a freed bio")
+        self.slots[id.0 as usize]
+            .as_ref()
+            .expect("use of a freed bio")
     }
     pub fn get_mut(&mut self, id: BioId) -> &mut Bio {
-        self.slots[id.0 as usize].as_mut().expect("use of a freed bio")
+        self.slots[id.0 as usize]
+            .as_mut()
+            .expect("use of a freed bio")
     }
     pub fn free(&mut self, id: BioId) -> Bio {
         let b = self.slots[id.0 as usize].take().expect("bio freed twice");

@@ -17,7 +17,7 @@ mod request;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};
-pub use elevator::{ElvCtx, Elevator, MayQueue, MergeKind, Placement};
+pub use elevator::{Elevator, ElvCtx, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{
     BlockOut, CompletedBio, Ctx, QueueConfig, QueueEvent, QueueStats, RequestQueue, Submit,

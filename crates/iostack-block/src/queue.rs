@@ -4,7 +4,7 @@
 //! function it models; blktrace events are emitted where the kernel emits them.
 
 use crate::bio::{Bio, BioId, BioSlab};
-use crate::elevator::{ElvCtx, Elevator, MayQueue, MergeKind, Placement};
+use crate::elevator::{Elevator, ElvCtx, MayQueue, MergeKind, Placement};
 use crate::limits::{Partition, QueueLimits};
 use crate::request::{Request, RequestPool, RqId};
 use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TraceRecord, Tracer, Tunables};
@@ -590,9 +590,8 @@ impl RequestQueue {
         {
             let r = self.rqs.get(req);
             let n = self.rqs.get(next);
-            let mergeable = |x: &Request| {
-                !(x.flags.contains(ReqFlags::NOMERGE) || x.started || x.dispatched)
-            };
+            let mergeable =
+                |x: &Request| !(x.flags.contains(ReqFlags::NOMERGE) || x.started || x.dispatched);
             if !mergeable(r) || !mergeable(n) {
                 return false;
             }
@@ -970,7 +969,8 @@ impl RequestQueue {
             self.elv_timer_gen += 1;
             self.elv_timer_at = want;
             if let Some(at) = want {
-                out.events.push((at, QueueEvent::ElvTimer(self.elv_timer_gen)));
+                out.events
+                    .push((at, QueueEvent::ElvTimer(self.elv_timer_gen)));
             }
         }
     }
@@ -1125,7 +1125,10 @@ impl RequestQueue {
     fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         self.dev.complete(now, rq.0 as u64);
         self.poll_device(now, out);
-        assert!(self.rqs.get(rq).in_driver, "completion of a request not issued");
+        assert!(
+            self.rqs.get(rq).in_driver,
+            "completion of a request not issued"
+        );
         let irq = Ctx {
             pid: 0,
             cpu: self.cfg.irq_cpu,
@@ -1258,7 +1261,11 @@ impl RequestQueue {
     /// pools and limits hold, and bios are conserved.
     pub fn check_invariants(&self) {
         let live = self.rqs.live() as u32;
-        assert_eq!(live, self.count[0] + self.count[1], "request pool accounting");
+        assert_eq!(
+            live,
+            self.count[0] + self.count[1],
+            "request pool accounting"
+        );
         let in_elv = self.elv.queued() as u32;
         assert_eq!(
             live,
@@ -1267,10 +1274,16 @@ impl RequestQueue {
             self.dispatch.len(),
             self.in_device
         );
-        assert!(self.in_device <= self.dev.queue_depth(), "device queue overflow");
+        assert!(
+            self.in_device <= self.dev.queue_depth(),
+            "device queue overflow"
+        );
         assert_eq!(self.in_device, self.in_flight[0] + self.in_flight[1]);
         for c in self.count {
-            assert!(c <= 3 * self.cfg.nr_requests / 2, "request pool over its hard cap");
+            assert!(
+                c <= 3 * self.cfg.nr_requests / 2,
+                "request pool over its hard cap"
+            );
         }
         for &rq in &self.dispatch {
             let r = self.rqs.get(rq);

@@ -180,7 +180,9 @@ pub fn parse(args: &[String], allowed: &[&str]) -> Result<Parsed, ArgError> {
                 Some(v) => v,
                 None => {
                     if i >= args.len() {
-                        return Err(ArgError(format!("option '--{name}' needs a value ({what})")));
+                        return Err(ArgError(format!(
+                            "option '--{name}' needs a value ({what})"
+                        )));
                     }
                     i += 1;
                     args[i - 1].clone()
@@ -230,8 +232,14 @@ mod tests {
             parse(&v(&["--bogus"]), &["seed"]).unwrap_err().0,
             "unknown option '--bogus'; see --help"
         );
-        assert!(parse(&v(&["--json"]), &["seed"]).unwrap_err().0.contains("does not apply"));
-        assert!(parse(&v(&["--seed"]), &["seed"]).unwrap_err().0.contains("needs a value"));
+        assert!(parse(&v(&["--json"]), &["seed"])
+            .unwrap_err()
+            .0
+            .contains("does not apply"));
+        assert!(parse(&v(&["--seed"]), &["seed"])
+            .unwrap_err()
+            .0
+            .contains("needs a value"));
         assert!(parse(&v(&["--seed=1", "--seed=2"]), &["seed"]).is_err());
     }
 }

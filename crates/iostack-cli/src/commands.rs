@@ -94,7 +94,11 @@ fn tunables_of(p: &Parsed) -> Result<Tunables> {
     Ok(t)
 }
 
-fn config_of(p: &Parsed, procs: Vec<iostack_sim::workload::ProcSpec>, m: Machine) -> Result<SimConfig> {
+fn config_of(
+    p: &Parsed,
+    procs: Vec<iostack_sim::workload::ProcSpec>,
+    m: Machine,
+) -> Result<SimConfig> {
     let t = tunables_of(p)?;
     let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
     iostack_iosched::by_name(&scheduler, &t)?;
@@ -113,17 +117,31 @@ fn config_of(p: &Parsed, procs: Vec<iostack_sim::workload::ProcSpec>, m: Machine
 /// reading sysfs.
 fn tunables(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!("usage: iostack tunables [options]\n{}", args::help(TUNABLES));
+        print!(
+            "usage: iostack tunables [options]\n{}",
+            args::help(TUNABLES)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let t = tunables_of(p)?;
     let m = machine_of(p, "sata-2009")?;
     let sched = p.get("sched").unwrap_or(&m.scheduler).to_string();
     iostack_iosched::by_name(&sched, &t)?;
-    println!("# kernel profile {}, machine {}, scheduler {}", t.profile(), m.name, sched);
+    println!(
+        "# kernel profile {}, machine {}, scheduler {}",
+        t.profile(),
+        m.name,
+        sched
+    );
     let names: Vec<String> = iostack_iosched::SCHEDULERS
         .iter()
-        .map(|(n, _)| if *n == sched { format!("[{n}]") } else { n.to_string() })
+        .map(|(n, _)| {
+            if *n == sched {
+                format!("[{n}]")
+            } else {
+                n.to_string()
+            }
+        })
         .collect();
     println!("{:<40} {}", "queue/scheduler", names.join(" "));
     for (d, v) in t.iter() {
@@ -144,7 +162,10 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
 
 fn run_fio(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") || p.positional.is_empty() {
-        print!("usage: iostack run JOB.fio [options]\n{}", args::help(COMMON));
+        print!(
+            "usage: iostack run JOB.fio [options]\n{}",
+            args::help(COMMON)
+        );
         return Ok(ExitCode::from(if p.has("help") { 0 } else { 2 }));
     }
     let mut procs = Vec::new();
@@ -164,12 +185,18 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!("usage: iostack dd if=FILE of=FILE iflag=direct bs=N count=N [options]\n{}", args::help(COMMON));
+        print!(
+            "usage: iostack dd if=FILE of=FILE iflag=direct bs=N count=N [options]\n{}",
+            args::help(COMMON)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let m = machine_of(p, "sata-2009")?;
     if p.positional.is_empty() {
-        return Err("dd: no operands; try `iostack dd if=FILE of=/dev/null iflag=direct bs=64k count=1`".into());
+        return Err(
+            "dd: no operands; try `iostack dd if=FILE of=/dev/null iflag=direct bs=64k count=1`"
+                .into(),
+        );
     }
     let procs = iostack_sim::frontend::dd_procs(&p.positional.join(" "), &m)?;
     let cfg = config_of(p, procs, m)?;
@@ -206,7 +233,9 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     let disk_name = cfg.machine.disk_name.clone();
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
     if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)"));
+        return Err(format!(
+            "--output-format: unknown format '{fmt}' (normal, json, old)"
+        ));
     }
     let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
     if let Report::Fio { meta, .. } = &report {
@@ -280,18 +309,27 @@ fn load_experiments(p: &Parsed) -> Result<Vec<(String, String)>> {
 
 fn reproduce(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!("usage: iostack reproduce [NAME...] [options]\n{}", args::help(REPRODUCE));
+        print!(
+            "usage: iostack reproduce [NAME...] [options]\n{}",
+            args::help(REPRODUCE)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let seed = seed_of(p)?;
     let mut exps: Vec<(String, Experiment)> = Vec::new();
     for (path, text) in load_experiments(p)? {
-        exps.push((path.clone(), experiment::parse(&path, &text).map_err(|e| e.to_string())?));
+        exps.push((
+            path.clone(),
+            experiment::parse(&path, &text).map_err(|e| e.to_string())?,
+        ));
     }
     for want in &p.positional {
         if !exps.iter().any(|(_, e)| &e.name == want) {
             let names: Vec<&str> = exps.iter().map(|(_, e)| e.name.as_str()).collect();
-            return Err(format!("no experiment named '{want}' (have: {})", names.join(", ")));
+            return Err(format!(
+                "no experiment named '{want}' (have: {})",
+                names.join(", ")
+            ));
         }
     }
     let json = p.has("json");
@@ -306,15 +344,18 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             Some(f) => {
                 let dir = Path::new(path).parent().unwrap_or(Path::new("."));
                 let fp = dir.join(f);
-                let t = std::fs::read_to_string(&fp).map_err(|err| format!("{}: {err}", fp.display()))?;
+                let t = std::fs::read_to_string(&fp)
+                    .map_err(|err| format!("{}: {err}", fp.display()))?;
                 Some((fp.display().to_string(), t))
             }
             None => None,
         };
         let runs = e
-            .run(seed, fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())), |_, cfg| {
-                crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some())
-            })
+            .run(
+                seed,
+                fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+                |_, cfg| crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some()),
+            )
             .map_err(|err| err.to_string())?;
         let mut runs = runs;
         if let Some(dir) = &trace_dir {

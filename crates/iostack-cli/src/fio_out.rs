@@ -36,7 +36,10 @@ impl FioObserver {
             .collect();
         FioObserver {
             jobs,
-            sync_engine: meta.iter().map(|m| m.as_ref().is_none_or(|m| m.sync_engine)).collect(),
+            sync_engine: meta
+                .iter()
+                .map(|m| m.as_ref().is_none_or(|m| m.sync_engine))
+                .collect(),
         }
     }
 }

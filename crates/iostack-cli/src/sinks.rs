@@ -44,7 +44,11 @@ pub fn dd_report(r: &RunResult, seed: Seed, hash: u64) -> String {
         let d = &p.dirs[0];
         let full = d.ios - d.short;
         let secs = p.runtime().as_ns() as f64 / 1e9;
-        let out = if p.dirs[1].ios > 0 { p.dirs[1].ios } else { d.ios };
+        let out = if p.dirs[1].ios > 0 {
+            p.dirs[1].ios
+        } else {
+            d.ios
+        };
         s.push_str(&iostack_report::dd::summary(
             (full, d.short),
             (out - d.short.min(out), d.short.min(out)),
@@ -61,7 +65,10 @@ pub fn reproduce_sinks(e: &Experiment, cfg: &SimConfig, blktrace: bool) -> Vec<B
     let mut v: Vec<Box<dyn TraceSink>> = Vec::new();
     let disk = cfg.machine.disk;
     match e.trace.as_deref() {
-        Some("ftrace") => v.push(Box::new(FtraceSink::for_device(FtraceStyle::Collapsed, disk))),
+        Some("ftrace") => v.push(Box::new(FtraceSink::for_device(
+            FtraceStyle::Collapsed,
+            disk,
+        ))),
         Some("blkparse") => v.push(Box::new(BlkparseSink::for_device("trace", disk))),
         _ => {}
     }

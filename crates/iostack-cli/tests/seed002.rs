@@ -13,14 +13,20 @@ fn reproduce(args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("run iostack");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf8")
 }
 
 /// The trace lines printed under `-- variant NAME`.
 fn variant_trace(text: &str, name: &str) -> Vec<FtraceLine> {
     let head = format!("-- variant {name} (");
-    let start = text.find(&head).unwrap_or_else(|| panic!("no variant {name} in:\n{text}"));
+    let start = text
+        .find(&head)
+        .unwrap_or_else(|| panic!("no variant {name} in:\n{text}"));
     text[start..]
         .lines()
         .skip(1)
@@ -108,7 +114,11 @@ fn json_records_carry_the_published_numbers() {
         let r = get(variant, metric);
         assert_eq!(r["experiment"], "seed-002");
         assert_eq!(r["published"].as_f64(), Some(published));
-        assert_eq!(r["simulated"].as_f64(), Some(published), "{variant}/{metric}");
+        assert_eq!(
+            r["simulated"].as_f64(),
+            Some(published),
+            "{variant}/{metric}"
+        );
     }
     assert!(get("3.10", "queued_bios")["published"].is_null());
 }

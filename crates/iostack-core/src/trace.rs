@@ -70,11 +70,18 @@ impl Action {
 pub enum Pdu {
     None,
     /// A: the bio came from `from_dev` at `from_sector` (`struct blk_io_trace_remap`).
-    Remap { from_dev: DevT, from_sector: Sector },
+    Remap {
+        from_dev: DevT,
+        from_sector: Sector,
+    },
     /// U/UT: number of requests the unplug released.
-    Unplug { depth: u64 },
+    Unplug {
+        depth: u64,
+    },
     /// X: sector at which the bio was split.
-    Split { at: Sector },
+    Split {
+        at: Sector,
+    },
 }
 
 /// One block-layer trace point.

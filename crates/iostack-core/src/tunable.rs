@@ -66,14 +66,23 @@ pub struct TunableDef {
 
 impl fmt::Debug for TunableDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TunableDef").field("name", &self.name).finish()
+        f.debug_struct("TunableDef")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TunableError {
-    Unknown { name: String, suggestion: Option<String> },
-    BadValue { name: String, value: String, why: String },
+    Unknown {
+        name: String,
+        suggestion: Option<String>,
+    },
+    BadValue {
+        name: String,
+        value: String,
+        why: String,
+    },
     Syntax(String),
 }
 
@@ -290,10 +299,16 @@ mod tests {
         t.set_str("dio/variant=b").unwrap();
         assert_eq!(t.get_enum("dio/variant"), "b");
         let e = t.set_str("nr_requests=3").unwrap_err();
-        assert!(e.to_string().contains("did you mean 'queue/nr_requests'"), "{e}");
+        assert!(
+            e.to_string().contains("did you mean 'queue/nr_requests'"),
+            "{e}"
+        );
         let e = t.set_str("queue/nr_requests=3").unwrap_err();
         assert!(e.to_string().contains("out of range 4..=100000"), "{e}");
         assert!(t.set_str("queue/nr_requests").is_err());
-        assert_eq!(Tunables::new(Profile::V3_10, &[T]).get_enum("dio/variant"), "b");
+        assert_eq!(
+            Tunables::new(Profile::V3_10, &[T]).get_enum("dio/variant"),
+            "b"
+        );
     }
 }

@@ -89,6 +89,11 @@ impl Sub for Instant {
 impl fmt::Display for Instant {
     /// `seconds.nanoseconds`, as blkparse prints time.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }

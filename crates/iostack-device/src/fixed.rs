@@ -33,7 +33,9 @@ impl Fixed {
     pub fn new(p: FixedParams) -> Self {
         assert!(p.channels >= 1 && p.queue_depth >= 1);
         Fixed {
-            busy_until: (0..p.channels).map(|c| Reverse((Instant::ZERO, c))).collect(),
+            busy_until: (0..p.channels)
+                .map(|c| Reverse((Instant::ZERO, c)))
+                .collect(),
             waiting: VecDeque::with_capacity(p.queue_depth as usize),
             outstanding: 0,
             p,
@@ -66,7 +68,10 @@ impl Device for Fixed {
         self.p.limits
     }
     fn submit(&mut self, _now: Instant, cmd: DeviceCmd) {
-        assert!(self.outstanding < self.p.queue_depth, "device queue overflow");
+        assert!(
+            self.outstanding < self.p.queue_depth,
+            "device queue overflow"
+        );
         self.outstanding += 1;
         self.waiting.push_back(cmd);
     }

@@ -25,7 +25,10 @@ impl DeviceSpec {
 
 /// Fixed-latency presets (name, description).
 pub const PRESETS: &[(&str, &str)] = &[
-    ("null", "null device: 1 us per command, no transfer cost, depth 256"),
+    (
+        "null",
+        "null device: 1 us per command, no transfer cost, depth 256",
+    ),
     (
         "ess-dasd",
         "s390 DASD volume on an enterprise storage server (seed 002): cached reads, \

@@ -60,10 +60,17 @@ fn drive(dev: &mut dyn Device, qd: u32, ios: &[(u64, Io)]) -> Vec<Rec> {
         out.clear();
         dev.poll(Instant(now), &mut out);
         for &(at, id) in &out {
-            assert!(at.0 >= now, "completion {} reported in the past ({now})", at.0);
+            assert!(
+                at.0 >= now,
+                "completion {} reported in the past ({now})",
+                at.0
+            );
             let s = *submit_at.get(&id).expect("reported an unknown command");
             assert!(at.0 >= s, "completion before submission");
-            assert!(reported.insert(id, at.0).is_none(), "command {id} reported twice");
+            assert!(
+                reported.insert(id, at.0).is_none(),
+                "command {id} reported twice"
+            );
             events.push(Reverse((at.0, id)));
         }
     };
@@ -157,7 +164,10 @@ fn presets_are_named_and_sourced() {
         let h = build(&p, 1);
         assert_eq!(h.capacity_sectors(), p.capacity_sectors);
         assert!(h.rotational());
-        assert_eq!(iostack_device::presets::lookup(n), Some(iostack_device::DeviceSpec::Hdd(p)));
+        assert_eq!(
+            iostack_device::presets::lookup(n),
+            Some(iostack_device::DeviceSpec::Hdd(p))
+        );
     }
 }
 
@@ -166,7 +176,7 @@ fn seek_curve_matches_its_datasheet_figures() {
     for name in ALL {
         let p = preset(name);
         let h = build(&p, 1);
-        let c = *h.seek_curve();
+        let c = h.seek_curve().clone();
         let n = c.cylinders;
         assert_eq!(c.time(0), 0);
         assert_eq!(c.time(1), p.seek_track_to_track_ns, "{name}");
@@ -302,7 +312,10 @@ fn random_reads_at_qd1_cost_seek_plus_half_a_revolution() {
             pct(mean, expect),
             1e9 / mean as f64
         );
-        assert!(mean.abs_diff(expect) * 10 <= expect, "{name}: {mean} vs {expect}");
+        assert!(
+            mean.abs_diff(expect) * 10 <= expect,
+            "{name}: {mean} vs {expect}"
+        );
     }
 }
 
@@ -338,7 +351,7 @@ fn queuing_raises_random_read_iops_within_the_age_limit() {
             mean_latency(&rq) / 1_000_000
         );
         assert!(iq * 10 >= i1 * 16, "{name}: gain {iq}/{i1} below 1.6x");
-        assert!(iq * 10 <= i1 * 30, "{name}: gain {iq}/{i1} above 3x");
+        assert!(iq * 10 <= i1 * 26, "{name}: gain {iq}/{i1} above 2.6x");
         // Waits at most the age limit plus the service in progress, then its own.
         assert!(max_lat <= p.age_limit_ns + 2 * service, "{name}: {max_lat}");
     }
@@ -376,8 +389,44 @@ fn sequential_stream_cannot_starve_a_random_reader_past_the_age_limit() {
     }
     let recs = drive(&mut h, 31, &ios);
     let max_lat = recs.iter().map(|r| r.done - r.submit).max().unwrap();
-    println!("stream + random QD31: max latency {} ms", max_lat / 1_000_000);
+    println!(
+        "stream + random QD31: max latency {} ms",
+        max_lat / 1_000_000
+    );
     assert!(max_lat <= p.age_limit_ns + 60_000_000, "{max_lat}");
+}
+
+#[test]
+fn reads_are_not_starved_behind_a_write_flood() {
+    // Random writes at full queue depth keep the write cache full; reads mixed in
+    // take turns with the destages in arrival order, and none waits past the age
+    // limit.
+    let p = preset("sata-2009");
+    let mut r = Rng::stream(Seed(8), "flood");
+    let ios: Vec<(u64, Io)> = (0..6000)
+        .map(|i| {
+            (
+                0,
+                Io {
+                    sector: r.below(p.capacity_sectors / 8) * 8,
+                    sectors: 8,
+                    write: i % 4 != 0,
+                    fua: false,
+                },
+            )
+        })
+        .collect();
+    let mut h = build(&p, 6);
+    let recs = drive(&mut h, 31, &ios);
+    let reads: Vec<Rec> = recs.iter().step_by(4).copied().collect();
+    let max_read = reads.iter().map(|r| r.done - r.submit).max().unwrap();
+    println!(
+        "write flood QD31: read mean {} ms, max {} ms; {} IOPS overall",
+        mean_latency(&reads) / 1_000_000,
+        max_read / 1_000_000,
+        iops(&recs)
+    );
+    assert!(max_read <= p.age_limit_ns + 60_000_000, "{max_read}");
 }
 
 #[test]
@@ -434,7 +483,10 @@ fn full_write_cache_throttles_writes_to_the_destage_rate() {
         .collect();
     let mut h = build(&p, 1);
     let recs = closed(&mut h, 1, writes);
-    let cached = recs.iter().take(p.write_cache_extents as usize).map(|r| r.done - r.submit);
+    let cached = recs
+        .iter()
+        .take(p.write_cache_extents as usize)
+        .map(|r| r.done - r.submit);
     let first = cached.max().unwrap();
     let tail = mean_latency(&recs[n / 2..]);
     println!(
@@ -481,7 +533,8 @@ fn idle_time_destages_the_write_cache() {
 /// of its inputs.
 #[test]
 fn random_streams_keep_the_device_contract() {
-    let mut variants: Vec<(String, HddParams)> = ALL.iter().map(|n| (n.to_string(), preset(n))).collect();
+    let mut variants: Vec<(String, HddParams)> =
+        ALL.iter().map(|n| (n.to_string(), preset(n))).collect();
     let mut tiny = preset("sata-2009");
     tiny.capacity_sectors = 4_000_000;
     tiny.write_cache_sectors = 256;
@@ -522,7 +575,11 @@ fn random_streams_keep_the_device_contract() {
                     2 => 1 + r.below(256) as u32,
                     _ => 1 + r.below(p.limits.max_hw_sectors.min(4096) as u64) as u32,
                 };
-                let sectors = if r.below(20) == 0 { sectors } else { sectors.max(1) };
+                let sectors = if r.below(20) == 0 {
+                    sectors
+                } else {
+                    sectors.max(1)
+                };
                 let sector = if r.ratio(1, 2) {
                     cursor
                 } else {
@@ -546,13 +603,16 @@ fn random_streams_keep_the_device_contract() {
                 ));
             }
             let qd = 1 + r.below(p.queue_depth as u64) as u32;
-            println!("{name} case {case} qd {qd}");
             let mut a = build(p, case);
             let ra = drive(&mut a, qd, &ios);
             let mut b = build(p, case);
             let rb = drive(&mut b, qd, &ios);
             for (x, y) in ra.iter().zip(&rb) {
-                assert_eq!((x.submit, x.done), (y.submit, y.done), "{name}: not deterministic");
+                assert_eq!(
+                    (x.submit, x.done),
+                    (y.submit, y.done),
+                    "{name}: not deterministic"
+                );
             }
             assert_eq!(ra.len(), n);
         }

@@ -125,8 +125,8 @@ impl Dio {
         } else {
             self.reap_counter += 1;
         }
-        let nr_pages = (self.pages_in_io.min(self.bio_get_nr_vecs() as u64) as u32)
-            .min(BIO_MAX_PAGES);
+        let nr_pages =
+            (self.pages_in_io.min(self.bio_get_nr_vecs() as u64) as u32).min(BIO_MAX_PAGES);
         assert!(nr_pages > 0, "dio_new_bio with no pages left");
         self.bio = Some(OpenBio {
             sector: start_block << (self.blkbits - 9),
@@ -311,7 +311,8 @@ pub fn build(
                 if block_in_file < (i_size >> blkbits) {
                     create = false; // DIO_SKIP_HOLES inside i_size
                 }
-                let m = match fs.get_block(ino, block_in_file, final_block - block_in_file, create) {
+                let m = match fs.get_block(ino, block_in_file, final_block - block_in_file, create)
+                {
                     Ok(m) => m,
                     Err(e) => {
                         *plan = dio.plan;
@@ -424,10 +425,7 @@ mod tests {
         let (mut f, ino) = fs();
         let mut p = DioPlan::default();
         build(&mut f, ino, false, off, len, v, LIM, &mut p).unwrap();
-        p.bios
-            .iter()
-            .map(|b| b.sectors as u64 / 2)
-            .collect()
+        p.bios.iter().map(|b| b.sectors as u64 / 2).collect()
     }
 
     /// The table of kernel-vm-fs.md section 1.7 (K2637 and K310 source walk).
@@ -458,7 +456,17 @@ mod tests {
     fn sectors_are_partition_relative_and_contiguous() {
         let (mut f, ino) = fs();
         let mut p = DioPlan::default();
-        build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM, &mut p).unwrap();
+        build(
+            &mut f,
+            ino,
+            false,
+            0,
+            64 << 10,
+            Boundary::PerChunk,
+            LIM,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(p.bios[0].sector, 16384 * 8);
         assert_eq!(p.bios[1].sector, 16384 * 8 + 8);
         // After the indirect block: one block gap.
@@ -477,12 +485,42 @@ mod tests {
         });
         let ino = f.create_sequential("f", 10_000, None).unwrap();
         let mut p = DioPlan::default();
-        build(&mut f, ino, false, 0, 64 << 10, Boundary::PerChunk, LIM, &mut p).unwrap();
+        build(
+            &mut f,
+            ino,
+            false,
+            0,
+            64 << 10,
+            Boundary::PerChunk,
+            LIM,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(p.bytes, 10_000);
         assert_eq!(p.bios.iter().map(|b| b.sectors).sum::<u32>(), 24);
-        build(&mut f, ino, true, 12288, 8192, Boundary::PerChunk, LIM, &mut p).unwrap();
+        build(
+            &mut f,
+            ino,
+            true,
+            12288,
+            8192,
+            Boundary::PerChunk,
+            LIM,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(p.bytes, 8192);
         assert_eq!(f.i_size(ino), 20480);
-        assert!(build(&mut f, ino, false, 100, 4096, Boundary::PerChunk, LIM, &mut p).is_err());
+        assert!(build(
+            &mut f,
+            ino,
+            false,
+            100,
+            4096,
+            Boundary::PerChunk,
+            LIM,
+            &mut p
+        )
+        .is_err());
     }
 }

@@ -327,9 +327,23 @@ mod tests {
         let ino = f.create_sequential("a", 12 << 20, Some(16384)).unwrap();
         let i = f.inode(ino);
         // D0..D11 at 16384.., IND0 at 16396, D12.. at 16397.
-        assert_eq!(i.extents[0], Extent { lblk: 0, pblk: 16384, len: 12 });
+        assert_eq!(
+            i.extents[0],
+            Extent {
+                lblk: 0,
+                pblk: 16384,
+                len: 12
+            }
+        );
         assert_eq!(i.meta_blocks[0], 16396);
-        assert_eq!(i.extents[1], Extent { lblk: 12, pblk: 16397, len: 1024 });
+        assert_eq!(
+            i.extents[1],
+            Extent {
+                lblk: 12,
+                pblk: 16397,
+                len: 1024
+            }
+        );
         // DIND and IND1 before D1036.
         assert_eq!(&i.meta_blocks[1..3], &[16397 + 1024, 16397 + 1025]);
         assert_eq!(i.extents[2].lblk, 1036);

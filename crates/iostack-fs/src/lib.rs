@@ -57,7 +57,11 @@ pub enum FsError {
     NoSpace,
     NoSuchFile(String),
     /// `-EINVAL` from the direct-I/O alignment check.
-    Unaligned { offset: u64, len: u64, align: u64 },
+    Unaligned {
+        offset: u64,
+        len: u64,
+        align: u64,
+    },
     TooLarge(u64),
 }
 
@@ -72,7 +76,10 @@ impl std::fmt::Display for FsError {
                  (EINVAL); iostack models file-system-block-aligned direct I/O only"
             ),
             FsError::TooLarge(s) => {
-                write!(f, "file of {s} bytes exceeds the ext2 triple-indirect limit")
+                write!(
+                    f,
+                    "file of {s} bytes exceeds the ext2 triple-indirect limit"
+                )
             }
         }
     }

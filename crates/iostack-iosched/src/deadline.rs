@@ -4,7 +4,7 @@
 //! `writes_starved` times, and restarts from the FIFO head when it has expired.
 //! Deadlines are in jiffies, checked only between batches.
 
-use iostack_block::{Bio, ElvCtx, Elevator, MergeKind, Placement, RequestPool, RqId};
+use iostack_block::{Bio, Elevator, ElvCtx, MergeKind, Placement, RequestPool, RqId};
 use iostack_core::{Sector, TunableDef, Tunables, Unit};
 use std::collections::BTreeSet;
 

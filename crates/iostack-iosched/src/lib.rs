@@ -10,7 +10,10 @@ use iostack_core::{TunableDef, Tunables};
 
 /// Registered schedulers: (name, description).
 pub const SCHEDULERS: &[(&str, &str)] = &[
-    ("noop", "FIFO insertion order; merging only (block/noop-iosched.c)"),
+    (
+        "noop",
+        "FIFO insertion order; merging only (block/noop-iosched.c)",
+    ),
     (
         "deadline",
         "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",

@@ -2,7 +2,7 @@
 //! layer's last-merge cache and back-merge hash do all the merging, and dispatch
 //! uses `elv_dispatch_sort`.
 
-use iostack_block::{ElvCtx, Elevator, Placement, RequestPool, RqId};
+use iostack_block::{Elevator, ElvCtx, Placement, RequestPool, RqId};
 use std::collections::VecDeque;
 
 #[derive(Default)]

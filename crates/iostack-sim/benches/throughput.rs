@@ -78,7 +78,9 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("simulated-ios");
     g.sample_size(10);
     g.throughput(Throughput::Elements(IOS));
-    g.bench_function("baseline/event-queue", |b| b.iter(|| event_queue_floor(IOS)));
+    g.bench_function("baseline/event-queue", |b| {
+        b.iter(|| event_queue_floor(IOS))
+    });
     g.bench_function("null/noop/4k-randread-qd32", |b| {
         b.iter_batched(|| randread("null", "noop", IOS), run, BatchSize::LargeInput)
     });

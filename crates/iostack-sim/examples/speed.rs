@@ -7,7 +7,10 @@ use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{tunable_tables, SimConfig, Simulation};
 
 fn main() {
-    let ios: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let ios: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let m = machine::preset("null").unwrap();
     let cfg = SimConfig {
         tunables: Tunables::new(Profile::V2_6_33, &tunable_tables()),
@@ -17,7 +20,9 @@ fn main() {
             comm: "fio".into(),
             name: "randread".into(),
             group: 0,
-            target: Target::Device { path: "/dev/nullb0".into() },
+            target: Target::Device {
+                path: "/dev/nullb0".into(),
+            },
             pattern: Pattern::Random { norandommap: false },
             read_pct: 100,
             bs: [4096, 4096],

@@ -67,8 +67,14 @@ impl TraceSink for Checker {
 
     fn finish(&mut self, _end: Instant) {
         if self.expect_drained {
-            assert_eq!(self.placed, self.queued, "queued bios never placed in a request");
-            assert!(self.issued.is_empty(), "requests issued but never completed");
+            assert_eq!(
+                self.placed, self.queued,
+                "queued bios never placed in a request"
+            );
+            assert!(
+                self.issued.is_empty(),
+                "requests issued but never completed"
+            );
             assert_eq!(
                 self.bytes_queued, self.bytes_completed,
                 "bytes queued and completed differ"

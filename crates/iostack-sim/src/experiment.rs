@@ -130,7 +130,11 @@ pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
             return Err(SimError(format!(
                 "{path}: unknown metric '{}' (known: {})",
                 m.name,
-                METRICS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                METRICS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         for v in m.published.keys() {
@@ -150,8 +154,12 @@ type MetricFn = fn(&RunResult) -> f64;
 /// Metrics an experiment can ask for, computed from a run.
 pub const METRICS: &[(&str, MetricFn)] = &[
     ("queued_bios", |r| r.queue.bios_queued as f64),
-    ("dispatched_requests", |r| r.queue.requests_dispatched as f64),
-    ("merges", |r| (r.queue.back_merges + r.queue.front_merges) as f64),
+    ("dispatched_requests", |r| {
+        r.queue.requests_dispatched as f64
+    }),
+    ("merges", |r| {
+        (r.queue.back_merges + r.queue.front_merges) as f64
+    }),
     ("read_KBps", |r| aggregate_kib_per_s(r, 0)),
     ("write_KBps", |r| aggregate_kib_per_s(r, 1)),
     ("elapsed_us", |r| r.end.as_ns() as f64 / 1000.0),
@@ -164,7 +172,12 @@ pub fn metric(name: &str) -> Option<MetricFn> {
 /// fio's aggregate bandwidth of a direction: all bytes over the longest runtime.
 fn aggregate_kib_per_s(r: &RunResult, dir: usize) -> f64 {
     let bytes: u64 = r.procs.iter().map(|p| p.dirs[dir].bytes).sum();
-    let run = r.procs.iter().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
+    let run = r
+        .procs
+        .iter()
+        .map(|p| p.runtime().as_ns())
+        .max()
+        .unwrap_or(0);
     if run == 0 {
         return 0.0;
     }
@@ -200,7 +213,9 @@ impl Experiment {
         }
         let mut work = match (&self.workload.dd, fio_text) {
             (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
-            (None, Some((path, text))) => frontend::fio_procs(path, text, &m).map_err(SimError)?.procs,
+            (None, Some((path, text))) => {
+                frontend::fio_procs(path, text, &m).map_err(SimError)?.procs
+            }
             (None, None) => return Err(SimError("fio job text missing".into())),
         };
         if let Some(first) = work.first_mut() {

@@ -20,7 +20,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "t" | "tib" | "tb" => 1 << 40,
         _ => return Err(format!("invalid size suffix in '{s}'")),
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' overflows"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' overflows"))
 }
 
 /// A process that only lays out a file (no I/O), as `[[setup]]` asks.
@@ -180,23 +181,50 @@ pub fn fio_procs(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
             RwKind::Read => (Pattern::Sequential, 100),
             RwKind::Write => (Pattern::Sequential, 0),
             RwKind::ReadWrite => (Pattern::Sequential, j.rwmix_read),
-            RwKind::RandRead => (Pattern::Random { norandommap: j.norandommap }, 100),
-            RwKind::RandWrite => (Pattern::Random { norandommap: j.norandommap }, 0),
-            RwKind::RandRw => (Pattern::Random { norandommap: j.norandommap }, j.rwmix_read),
-            k => return Err(format!("{at}: rw={} (trim) is not modelled yet", k.as_str())),
+            RwKind::RandRead => (
+                Pattern::Random {
+                    norandommap: j.norandommap,
+                },
+                100,
+            ),
+            RwKind::RandWrite => (
+                Pattern::Random {
+                    norandommap: j.norandommap,
+                },
+                0,
+            ),
+            RwKind::RandRw => (
+                Pattern::Random {
+                    norandommap: j.norandommap,
+                },
+                j.rwmix_read,
+            ),
+            k => {
+                return Err(format!(
+                    "{at}: rw={} (trim) is not modelled yet",
+                    k.as_str()
+                ))
+            }
         };
         if j.rw.modifier.is_some() {
-            return Err(format!("{at}: the rw=...:N offset modifier is not modelled yet"));
+            return Err(format!(
+                "{at}: the rw=...:N offset modifier is not modelled yet"
+            ));
         }
         let engine = match j.ioengine {
-            IoEngine::Sync | IoEngine::Psync | IoEngine::Vsync | IoEngine::Pvsync
+            IoEngine::Sync
+            | IoEngine::Psync
+            | IoEngine::Vsync
+            | IoEngine::Pvsync
             | IoEngine::Pvsync2 => Engine::Sync,
             IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Engine::Async,
             e => return Err(format!("{at}: ioengine={} is not modelled", e.as_str())),
         };
         let bytes = |a: &Amount, what: &str| match a {
             Amount::Bytes(b) => Ok(*b),
-            _ => Err(format!("{at}: {what} as a percentage or zones is not modelled yet")),
+            _ => Err(format!(
+                "{at}: {what} as a percentage or zones is not modelled yet"
+            )),
         };
         let size = match &j.size {
             Some(a) => bytes(a, "size")?,

@@ -70,7 +70,9 @@ impl Machine {
     }
     /// Size of the disk in bytes.
     pub fn device_capacity_bytes(&self) -> u64 {
-        self.device.build(iostack_des::Rng::stream(iostack_des::Seed(0), "probe")).capacity_sectors()
+        self.device
+            .build(iostack_des::Rng::stream(iostack_des::Seed(0), "probe"))
+            .capacity_sectors()
             * 512
     }
     /// Canonical text for the configuration hash.
@@ -255,7 +257,9 @@ pub fn parse_file(path: &str, text: &str) -> Result<Machine, MachineError> {
             "fs_block_size" => {
                 let b = num(v)?;
                 if !(b == 1024 || b == 2048 || b == 4096) {
-                    return Err(err(format!("key 'fs_block_size': {b} is not 1024, 2048 or 4096")));
+                    return Err(err(format!(
+                        "key 'fs_block_size': {b} is not 1024, 2048 or 4096"
+                    )));
                 }
                 mm.fs_block_size = b as u32;
             }
@@ -290,7 +294,10 @@ mod tests {
     #[test]
     fn file_errors_name_line_and_key() {
         let e = parse_file("m.txt", "base = null\ncpus = x\n").unwrap_err();
-        assert_eq!(e.to_string(), "m.txt:2: key 'cpus': expected an integer, got 'x'");
+        assert_eq!(
+            e.to_string(),
+            "m.txt:2: key 'cpus': expected an integer, got 'x'"
+        );
         let e = parse_file("m.txt", "base = null\nbogus = 1\n").unwrap_err();
         assert_eq!(e.to_string(), "m.txt:2: unknown key 'bogus'");
         let m = parse_file("m.txt", "base = s390-ess\n# c\ncpu_bio_ns = 7\n").unwrap();

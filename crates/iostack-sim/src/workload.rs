@@ -14,7 +14,9 @@ pub enum Pattern {
     Sequential,
     /// fio's random offsets: uniform block choice, with a random map so each block
     /// is visited once per pass unless `norandommap`.
-    Random { norandommap: bool },
+    Random {
+        norandommap: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +32,11 @@ pub enum Engine {
 pub enum Target {
     /// A file on the machine's file system, created (laid out) before the run if
     /// it does not exist, sequentially from block `goal` if given.
-    File { path: String, size: u64, goal: Option<u64> },
+    File {
+        path: String,
+        size: u64,
+        goal: Option<u64>,
+    },
     /// A block device node (`/dev/sda`, `/dev/sda1`).
     Device { path: String },
 }

@@ -113,6 +113,8 @@ struct Proc {
     rng_mix: Rng,
     /// fio's random map, one bit per block of the region.
     randmap: Vec<u64>,
+    /// One bit per `randmap` word: set when the word is full.
+    randmap_full: Vec<u64>,
     randmap_left: u64,
     nblocks: u64,
     seq_next: u64,
@@ -329,6 +331,7 @@ impl Simulation {
                 backing,
                 rng_off: Rng::stream(self.cfg.seed, &format!("{label}/offset")),
                 rng_mix: Rng::stream(self.cfg.seed, &format!("{label}/rwmix")),
+                randmap_full: vec![0u64; randmap.len().div_ceil(64)],
                 randmap,
                 randmap_left: nblocks,
                 nblocks,
@@ -357,7 +360,11 @@ impl Simulation {
     /// Run, and hand back the I/O observer too.
     pub fn run_observed(
         mut self,
-    ) -> (RunResult, Vec<Box<dyn TraceSink>>, Option<Box<dyn IoObserver>>) {
+    ) -> (
+        RunResult,
+        Vec<Box<dyn TraceSink>>,
+        Option<Box<dyn IoObserver>>,
+    ) {
         self.start_ready_procs(Instant::ZERO);
         let limit = Instant::ZERO + self.cfg.time_limit;
         while let Some(s) = self.evq.pop() {
@@ -381,7 +388,10 @@ impl Simulation {
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {
-            assert!(self.queue.idle(), "block layer not idle after all processes finished");
+            assert!(
+                self.queue.idle(),
+                "block layer not idle after all processes finished"
+            );
         }
         let observer = self.observer.take();
         let procs = self.procs.into_iter().map(|p| p.result).collect();
@@ -405,7 +415,11 @@ impl Simulation {
             let owner = self.out.woken[i];
             let p = (owner >> 32) as u32;
             let proc_ = &mut self.procs[p as usize];
-            assert_eq!(proc_.blocked, Blocked::OnRequest, "woke a task that was not asleep");
+            assert_eq!(
+                proc_.blocked,
+                Blocked::OnRequest,
+                "woke a task that was not asleep"
+            );
             proc_.blocked = Blocked::No;
             // The woken submitter carries on with its next bio.
             let at = now + Duration(self.cfg.machine.cpu_wake_ns);
@@ -417,7 +431,10 @@ impl Simulation {
             let p = (c.owner >> 32) as u32;
             let slot = (c.owner & 0xffff_ffff) as u32;
             let s = &mut self.procs[p as usize].slots[slot as usize];
-            assert!(s.active && s.bios_left > 0, "completion for an idle I/O slot");
+            assert!(
+                s.active && s.bios_left > 0,
+                "completion for an idle I/O slot"
+            );
             s.bios_left -= 1;
             if s.bios_left == 0 {
                 // dio_bio_end_io wakes the submitter (or aio completes the iocb).
@@ -680,7 +697,8 @@ impl Simulation {
         let slat = s.submitted.since(s.issue);
         let clat = now.since(s.submitted);
         let lat = now.since(s.issue);
-        p.result.record(s.dir, bytes, s.len, slat, clat, lat, s.issue.since(p.start));
+        p.result
+            .record(s.dir, bytes, s.len, slat, clat, lat, s.issue.since(p.start));
         if let Some(o) = self.observer.as_mut() {
             o.io_done(
                 pi as usize,
@@ -718,30 +736,60 @@ impl Simulation {
 }
 
 /// fio's random offset with a random map: a uniformly chosen block, or the next
-/// free one after it when it was already done in this pass (`get_next_free_block`).
+/// free one after it when it was already done in this pass (`get_next_free_block`
+/// over fio's two-level `axmap`).
 fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
     let blocks = blocks.min(p.nblocks);
     if p.randmap_left == 0 {
         p.randmap.iter_mut().for_each(|w| *w = 0);
+        p.randmap_full.iter_mut().for_each(|w| *w = 0);
         p.randmap_left = blocks;
     }
-    let mut b = p.rng_off.below(blocks);
-    loop {
-        let (w, bit) = ((b / 64) as usize, b % 64);
-        if p.randmap[w] & (1 << bit) == 0 {
-            p.randmap[w] |= 1 << bit;
-            p.randmap_left -= 1;
-            return b;
+    let b = p.rng_off.below(blocks);
+    let words = blocks.div_ceil(64) as usize;
+    let (mut w, bit) = ((b / 64) as usize, b % 64);
+    // Free bits of word w at or after `bit`; blocks past the end count as used.
+    let free_in = |map: &[u64], w: usize, from: u64| -> u64 {
+        let mut used = map[w];
+        let base = w as u64 * 64;
+        if base + 64 > blocks {
+            used |= !0u64 << (blocks - base);
         }
-        // Skip whole used words quickly.
-        let rest = p.randmap[w] >> bit;
-        if rest == u64::MAX >> bit {
-            b = (w as u64 + 1) * 64;
-        } else {
-            b += 1;
+        !used & (!0u64 << from)
+    };
+    let mut free = free_in(&p.randmap, w, bit);
+    if free == 0 {
+        // Find the next word that is not full, wrapping once.
+        let mut next = None;
+        for pass in 0..2 {
+            let start = if pass == 0 { w + 1 } else { 0 };
+            let mut sw = start / 64;
+            let mut mask = !0u64 << (start % 64);
+            while sw * 64 < words {
+                let mut notfull = !p.randmap_full[sw] & mask;
+                let top = (sw + 1) * 64;
+                if top > words {
+                    notfull &= !(!0u64 << (words - sw * 64));
+                }
+                if notfull != 0 {
+                    next = Some(sw * 64 + notfull.trailing_zeros() as usize);
+                    break;
+                }
+                sw += 1;
+                mask = !0;
+            }
+            if next.is_some() {
+                break;
+            }
         }
-        if b >= blocks {
-            b = 0;
-        }
+        w = next.expect("a free block exists while randmap_left > 0");
+        free = free_in(&p.randmap, w, 0);
     }
+    let bit = free.trailing_zeros() as u64;
+    p.randmap[w] |= 1 << bit;
+    if free_in(&p.randmap, w, 0) == 0 {
+        p.randmap_full[w / 64] |= 1 << (w % 64);
+    }
+    p.randmap_left -= 1;
+    w as u64 * 64 + bit
 }

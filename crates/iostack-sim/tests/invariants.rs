@@ -23,7 +23,14 @@ fn job() -> impl Strategy<Value = Job> {
     (
         any::<bool>(),
         prop_oneof![Just(0u32), Just(50), Just(100)],
-        prop_oneof![Just(4u64), Just(8), Just(16), Just(64), Just(128), Just(1024)],
+        prop_oneof![
+            Just(4u64),
+            Just(8),
+            Just(16),
+            Just(64),
+            Just(128),
+            Just(1024)
+        ],
         1u32..48,
         any::<bool>(),
         1u64..60,
@@ -57,7 +64,9 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
             }
         },
         pattern: if j.random {
-            Pattern::Random { norandommap: i % 2 == 0 }
+            Pattern::Random {
+                norandommap: i % 2 == 0,
+            }
         } else {
             Pattern::Sequential
         },
@@ -66,7 +75,11 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
         offset: if j.on_file { 0 } else { (i as u64) * region },
         region,
         io_size: j.ios * bs,
-        engine: if j.iodepth > 1 { Engine::Async } else { Engine::Sync },
+        engine: if j.iodepth > 1 {
+            Engine::Async
+        } else {
+            Engine::Sync
+        },
         iodepth: j.iodepth,
         direct: true,
         runtime: None,
@@ -126,7 +139,14 @@ proptest! {
 fn runs_are_deterministic() {
     let run = || {
         let m = machine::preset("s390-ess").unwrap();
-        let j = Job { random: true, read_pct: 50, bs_kib: 16, iodepth: 8, on_file: true, ios: 200 };
+        let j = Job {
+            random: true,
+            read_pct: 50,
+            bs_kib: 16,
+            iodepth: 8,
+            on_file: true,
+            ios: 200,
+        };
         let cfg = SimConfig {
             tunables: Tunables::new(Profile::V2_6_33, &tunable_tables()),
             scheduler: "deadline".into(),
@@ -140,4 +160,47 @@ fn runs_are_deterministic() {
         (r.end, r.events, r.queue, r.procs[1].dirs[1].clat.sum)
     };
     assert_eq!(run(), run());
+}
+
+/// fio's random map visits every block of the region exactly once per pass.
+#[test]
+fn random_map_covers_each_block_once_per_pass() {
+    use iostack_core::{Action, TraceEvent, TraceSink};
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    use std::rc::Rc;
+    struct Qs(Rc<RefCell<BTreeMap<u64, u32>>>);
+    impl TraceSink for Qs {
+        fn event(&mut self, ev: &TraceEvent) {
+            if let TraceEvent::Block(r) = ev {
+                if r.action == Action::Queue {
+                    *self.0.borrow_mut().entry(r.sector).or_default() += 1;
+                }
+            }
+        }
+    }
+    let m = machine::preset("null").unwrap();
+    let blocks = 1000u64; // not a multiple of 64
+    let j = Job { random: true, read_pct: 100, bs_kib: 4, iodepth: 4, on_file: false, ios: 2 * blocks };
+    let mut p = spec(1, &j, &m.disk_name);
+    p.region = blocks * 4096;
+    p.offset = 0;
+    p.pattern = Pattern::Random { norandommap: false };
+    let mut sim = Simulation::new(SimConfig {
+        tunables: Tunables::new(Profile::V2_6_33, &tunable_tables()),
+        scheduler: "noop".into(),
+        seed: Seed(3),
+        procs: vec![p],
+        checks: true,
+        time_limit: Duration::secs(3600),
+        machine: m,
+    })
+    .unwrap();
+    let seen = Rc::new(RefCell::new(BTreeMap::new()));
+    sim.attach(Box::new(Qs(seen.clone())));
+    sim.run();
+    let seen = seen.borrow();
+    assert_eq!(seen.len() as u64, blocks);
+    assert!(seen.values().all(|&n| n == 2), "each block twice in two passes");
+    assert_eq!(*seen.keys().last().unwrap(), (blocks - 1) * 8);
 }

@@ -194,7 +194,11 @@ fn xstrtoumax(s: &str) -> Xs {
         }
     };
     if i == b.len() {
-        return if overflow { Xs::Overflow } else { Xs::Ok(val, i) };
+        return if overflow {
+            Xs::Overflow
+        } else {
+            Xs::Ok(val, i)
+        };
     }
     let c = b[i];
     if !VALID.contains(&c) {
@@ -257,7 +261,11 @@ fn parse_dd_number(s: &str) -> Result<u64, bool> {
     if b[at] == b'B' && at > 0 && b[at - 1] != b'B' {
         at += 1;
         if at == b.len() {
-            return if overflow || n > INTMAX { Err(true) } else { Ok(n) };
+            return if overflow || n > INTMAX {
+                Err(true)
+            } else {
+                Ok(n)
+            };
         }
     }
     if b[at] == b'x' && !(at > 0 && b[at - 1] == b'B' && s[at + 1..].contains('B')) {
@@ -510,7 +518,10 @@ where
 /// skipped). No shell quoting is interpreted.
 pub fn parse_dd_command_line(line: &str) -> Result<DdSpec, DdError> {
     let mut words: Vec<&str> = line.split_whitespace().collect();
-    if words.first().is_some_and(|w| *w == "dd" || w.ends_with("/dd")) {
+    if words
+        .first()
+        .is_some_and(|w| *w == "dd" || w.ends_with("/dd"))
+    {
         words.remove(0);
     }
     parse_dd_args(words)
@@ -542,7 +553,9 @@ mod tests {
         assert_eq!(parse_dd_number("+1"), Ok(1));
         assert_eq!(parse_dd_number(" 1"), Ok(1));
         assert_eq!(parse_dd_number("1KD"), Ok(1000));
-        for bad in ["1m", "2x3x4", "-1", "1K2", "1Ki", "", "4q", "1x", "x2", "2xB", "1D", "1Q"] {
+        for bad in [
+            "1m", "2x3x4", "-1", "1K2", "1Ki", "", "4q", "1x", "x2", "2xB", "1D", "1Q",
+        ] {
             assert_eq!(parse_dd_number(bad), Err(false), "{bad}");
         }
         for big in ["1Z", "9223372036854775808", "18446744073709551616", "1Y"] {

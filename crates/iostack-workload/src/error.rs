@@ -51,7 +51,12 @@ pub struct FioError {
 }
 
 impl FioError {
-    pub(crate) fn new(file: impl Into<PathBuf>, line: usize, kind: ErrorKind, message: String) -> Self {
+    pub(crate) fn new(
+        file: impl Into<PathBuf>,
+        line: usize,
+        kind: ErrorKind,
+        message: String,
+    ) -> Self {
         FioError {
             file: file.into(),
             line,

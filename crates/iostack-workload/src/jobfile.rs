@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{ErrorKind, FioError};
 use crate::number::eval_math;
-use crate::options::{closest_option, find_engine_option, find_option, OptDef, OptKind, ENGINE_OPTIONS, Scope};
+use crate::options::{
+    closest_option, find_engine_option, find_option, OptDef, OptKind, Scope, ENGINE_OPTIONS,
+};
 use crate::spec::{build_job, JobSpec};
 use crate::state::OptState;
 
@@ -74,7 +76,9 @@ impl ParseEnv {
                 .filter(|e| {
                     let n = e.file_name();
                     let n = n.to_string_lossy();
-                    n.len() > 3 && n.starts_with("cpu") && n[3..].bytes().all(|c| c.is_ascii_digit())
+                    n.len() > 3
+                        && n.starts_with("cpu")
+                        && n[3..].bytes().all(|c| c.is_ascii_digit())
                 })
                 .count();
             if n > 0 {
@@ -484,7 +488,13 @@ fn outside(path: &Path, line: usize, text: &str) -> FioError {
     }
 }
 
-fn opt_error(raw: &RawOpt, name: &str, value: Option<&str>, kind: ErrorKind, msg: String) -> FioError {
+fn opt_error(
+    raw: &RawOpt,
+    name: &str,
+    value: Option<&str>,
+    kind: ErrorKind,
+    msg: String,
+) -> FioError {
     FioError {
         option: Some(name.to_string()),
         value: value.map(str::to_string),
@@ -536,43 +546,44 @@ fn apply_section(
     let mut entries: Vec<Option<OptionEntry>> = vec![None; opts.len()];
     let mut dump = Vec::new();
     let mut unknown = Vec::new();
-    let mut apply = |o: &'static OptDef, p: &Prepared, state: &mut OptState| -> Result<(), FioError> {
-        let raw = &opts[p.idx];
-        state.handle(o, p.value.as_deref()).map_err(|msg| {
-            let kind = if o.kind == OptKind::Deprecated {
-                ErrorKind::Deprecated
-            } else if msg.starts_with("engine ") {
-                ErrorKind::EngineNotLoadable
-            } else {
-                ErrorKind::InvalidValue
-            };
-            let shown = match (&p.value, &p.written_value) {
-                (Some(v), Some(w)) if v != w => format!(" (from '{w}')"),
-                _ => String::new(),
-            };
-            opt_error(
-                raw,
-                &p.written_name,
-                p.written_value.as_deref(),
-                kind,
-                format!("option '{}': {msg}{shown}", p.name),
-            )
-        })?;
-        entries[p.idx] = Some(OptionEntry {
-            name: o.name.to_string(),
-            written_name: p.written_name.clone(),
-            value: p.written_value.clone(),
-            expanded: p.value.clone(),
-            file: raw.file.clone(),
-            line: raw.line,
-            engine: match o.scope {
-                Scope::Engine(_) => Some(state.ioengine().to_string()),
-                _ => None,
-            },
-        });
-        dump.push((o.name.to_string(), p.value.clone()));
-        Ok(())
-    };
+    let mut apply =
+        |o: &'static OptDef, p: &Prepared, state: &mut OptState| -> Result<(), FioError> {
+            let raw = &opts[p.idx];
+            state.handle(o, p.value.as_deref()).map_err(|msg| {
+                let kind = if o.kind == OptKind::Deprecated {
+                    ErrorKind::Deprecated
+                } else if msg.starts_with("engine ") {
+                    ErrorKind::EngineNotLoadable
+                } else {
+                    ErrorKind::InvalidValue
+                };
+                let shown = match (&p.value, &p.written_value) {
+                    (Some(v), Some(w)) if v != w => format!(" (from '{w}')"),
+                    _ => String::new(),
+                };
+                opt_error(
+                    raw,
+                    &p.written_name,
+                    p.written_value.as_deref(),
+                    kind,
+                    format!("option '{}': {msg}{shown}", p.name),
+                )
+            })?;
+            entries[p.idx] = Some(OptionEntry {
+                name: o.name.to_string(),
+                written_name: p.written_name.clone(),
+                value: p.written_value.clone(),
+                expanded: p.value.clone(),
+                file: raw.file.clone(),
+                line: raw.line,
+                engine: match o.scope {
+                    Scope::Engine(_) => Some(state.ioengine().to_string()),
+                    _ => None,
+                },
+            });
+            dump.push((o.name.to_string(), p.value.clone()));
+            Ok(())
+        };
     for &i in &order {
         let p = &prepared[i];
         match find_option(&p.name) {
@@ -649,12 +660,20 @@ pub fn parse_job_file(path: impl AsRef<Path>, env: &ParseEnv) -> Result<JobFile,
 /// assert_eq!((j.bs.read, j.bs.write, j.bs.trim), (8192, 32768, 32768));
 /// assert_eq!(jf.showcmd().trim(), "fio --bs=8k,32k --name=job1 --rw=randrw --size=1m");
 /// ```
-pub fn parse_job_str(text: &str, path: impl AsRef<Path>, env: &ParseEnv) -> Result<JobFile, FioError> {
+pub fn parse_job_str(
+    text: &str,
+    path: impl AsRef<Path>,
+    env: &ParseEnv,
+) -> Result<JobFile, FioError> {
     parse_job_bytes(text.as_bytes(), path.as_ref(), env)
 }
 
 /// Parse job-file bytes (not necessarily UTF-8).
-pub fn parse_job_bytes(bytes: &[u8], path: impl AsRef<Path>, env: &ParseEnv) -> Result<JobFile, FioError> {
+pub fn parse_job_bytes(
+    bytes: &[u8],
+    path: impl AsRef<Path>,
+    env: &ParseEnv,
+) -> Result<JobFile, FioError> {
     let path = path.as_ref();
     let raw_sections = read_sections(bytes, path, env)?;
     let mut global = OptState::with_defaults();
@@ -731,9 +750,18 @@ mod tests {
     #[test]
     fn keywords() {
         let env = ParseEnv::default();
-        assert_eq!(substitute_keywords("size=2*$pagesize", &env).unwrap(), "size=8192");
-        assert_eq!(substitute_keywords("bs=$pagesize", &env).unwrap(), "bs=4096");
-        assert_eq!(substitute_keywords("size=2*4096", &env).unwrap(), "size=2*4096");
+        assert_eq!(
+            substitute_keywords("size=2*$pagesize", &env).unwrap(),
+            "size=8192"
+        );
+        assert_eq!(
+            substitute_keywords("bs=$pagesize", &env).unwrap(),
+            "bs=4096"
+        );
+        assert_eq!(
+            substitute_keywords("size=2*4096", &env).unwrap(),
+            "size=2*4096"
+        );
         assert!(substitute_keywords("bs=4k*$pagesize", &env).is_err());
     }
 

@@ -43,7 +43,7 @@ pub use number::{parse_size, parse_time_ns, size_multiplier, TimeUnit, KB_BASE_D
 pub use options::{OptDef, OptKind, Scope, ValueType};
 pub use showcmd::showcmd;
 pub use spec::{
-    Amount, Fallocate, IoEngine, JobSpec, PerDir, RandomDistribution, RandomGenerator,
-    RwKind, RwMode, RwModifier, RwSequencer, SyncMode,
+    Amount, Fallocate, IoEngine, JobSpec, PerDir, RandomDistribution, RandomGenerator, RwKind,
+    RwMode, RwModifier, RwSequencer, SyncMode,
 };
 pub use state::{BsSplit, ZoneSplit};

@@ -69,7 +69,9 @@ fn split_sign(s: &str) -> (bool, &str) {
 }
 
 fn digits_end(s: &str) -> usize {
-    s.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(s.len())
+    s.bytes()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(s.len())
 }
 
 /// Parse one size token (`4k`, `0x1000`, `10%`, `-8k`).
@@ -193,8 +195,7 @@ pub(crate) fn parse_uint_token(tok: &str) -> Result<u64, String> {
 pub(crate) fn parse_float_token(tok: &str) -> Result<f64, String> {
     let t = tok.trim_matches(|c: char| c.is_ascii_whitespace());
     let ok_chars = !t.is_empty()
-        && t
-            .bytes()
+        && t.bytes()
             .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
     match t.parse::<f64>() {
         Ok(v) if ok_chars && v.is_finite() => Ok(v),

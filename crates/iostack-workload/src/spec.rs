@@ -606,7 +606,11 @@ fn ns(us: i128) -> u64 {
 
 /// Build the typed job from the option state (with the parts of fio's
 /// `fixup_options` that change values: block-size ranges, alignment, overwrite...).
-pub(crate) fn build_job(st: &OptState, section: &Section, globals: usize) -> Result<JobSpec, FioError> {
+pub(crate) fn build_job(
+    st: &OptState,
+    section: &Section,
+    globals: usize,
+) -> Result<JobSpec, FioError> {
     let kind = RwKind::from_fio(st.choice("td_ddir").unwrap_or("read")).unwrap_or(RwKind::Read);
     let modifier = match st.text("td_ddir").and_then(|t| t.find(':')) {
         None => None,
@@ -642,7 +646,10 @@ pub(crate) fn build_job(st: &OptState, section: &Section, globals: usize) -> Res
         };
     }
     let rwmix = st.num("rwmix");
-    let size = st.set.contains("size").then(|| Amount::from_scalar(st.num("size")[0]));
+    let size = st
+        .set
+        .contains("size")
+        .then(|| Amount::from_scalar(st.num("size")[0]));
     let io_size = st
         .set
         .contains("io_size")
@@ -777,7 +784,9 @@ pub(crate) fn build_job(st: &OptState, section: &Section, globals: usize) -> Res
             .contains("randseed")
             .then(|| u64c(st.int("rand_seed"))),
         norandommap: st.flag("norandommap")
-            || st.choice("random_distribution").is_some_and(|d| d != "random"),
+            || st
+                .choice("random_distribution")
+                .is_some_and(|d| d != "random"),
         random_generator: match st.choice("random_generator") {
             Some("lfsr") => RandomGenerator::Lfsr,
             Some("tausworthe64") => RandomGenerator::Tausworthe64,
@@ -819,7 +828,11 @@ pub(crate) fn build_job(st: &OptState, section: &Section, globals: usize) -> Res
         per_job_logs: st.flag("per_job_logs"),
         lat_percentiles: st.flag("lat_percentiles"),
         clat_percentiles: st.flag("clat_percentiles"),
-        percentile_list: st.floats.get("percentile_list").cloned().unwrap_or_default(),
+        percentile_list: st
+            .floats
+            .get("percentile_list")
+            .cloned()
+            .unwrap_or_default(),
         gtod_reduce: st.flag("gtod_reduce"),
         disable_lat: st.flag("disable_lat"),
         options: section.options.clone(),

@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::number::{
-    parse_float_token, parse_size_token, parse_time_token, parse_uint_token, Num,
-    KB_BASE_DEFAULT,
+    parse_float_token, parse_size_token, parse_time_token, parse_uint_token, Num, KB_BASE_DEFAULT,
 };
 use crate::options::{OptDef, OptKind, CORE_OPTIONS, SUPPORTED_ENGINES};
 
@@ -107,14 +106,21 @@ fn postfix(s: &str) -> Option<&str> {
 
 /// Match a value against an option's allowed values, as fio's posval matching:
 /// the part before the first ',' (or, if none, the first ':') must equal a value.
-pub(crate) fn posval_match(values: &[(&'static str, &'static str)], s: &str) -> Option<&'static str> {
+pub(crate) fn posval_match(
+    values: &[(&'static str, &'static str)],
+    s: &str,
+) -> Option<&'static str> {
     let head_len = s.find(',').or_else(|| s.find(':')).unwrap_or(s.len());
     let head = &s[..head_len];
     values.iter().map(|(v, _)| *v).find(|v| *v == head)
 }
 
 fn allowed(values: &[(&str, &str)]) -> String {
-    values.iter().map(|(v, _)| *v).collect::<Vec<_>>().join(", ")
+    values
+        .iter()
+        .map(|(v, _)| *v)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// fio's `get_next_str`: split a `:`-separated name list, where `\:` escapes a colon.
@@ -143,6 +149,11 @@ pub(crate) fn split_names(s: &str) -> Vec<String> {
 impl OptState {
     /// A fresh state with every default applied (fio's `fill_default_options`).
     pub(crate) fn with_defaults() -> Self {
+        static DEFAULTS: std::sync::OnceLock<OptState> = std::sync::OnceLock::new();
+        DEFAULTS.get_or_init(Self::build_defaults).clone()
+    }
+
+    fn build_defaults() -> Self {
         let mut st = OptState {
             nums: BTreeMap::new(),
             ranges: BTreeMap::new(),
@@ -255,9 +266,11 @@ impl OptState {
             OptKind::Bool | OptKind::StrSet => self.handle_bool(o, v)?,
             OptKind::FloatList => self.handle_floats(o, v)?,
             OptKind::Range => self.handle_range(o, v)?,
-            OptKind::Int | OptKind::Ull | OptKind::StrVal | OptKind::StrValTime | OptKind::StrValZone => {
-                self.handle_numeric(o, v)?
-            }
+            OptKind::Int
+            | OptKind::Ull
+            | OptKind::StrVal
+            | OptKind::StrValTime
+            | OptKind::StrValZone => self.handle_numeric(o, v)?,
             OptKind::Deprecated | OptKind::SoftDeprecated | OptKind::Unsupported => {}
         }
         self.set.insert(o.name);
@@ -332,7 +345,8 @@ impl OptState {
                 self.nums.insert("nr_files", ZERO3);
             }
             for name in split_names(v.trim()) {
-                self.files.push(format!("{}{}", dir.as_deref().unwrap_or(""), name));
+                self.files
+                    .push(format!("{}{}", dir.as_deref().unwrap_or(""), name));
                 let n = self.int("nr_files") + 1;
                 self.nums.insert("nr_files", [Scalar::Int(n); 3]);
             }
@@ -510,7 +524,9 @@ impl OptState {
 
     fn check_int_range(&self, o: &OptDef, n: i128, t: &str) -> Result<(), String> {
         if n < 0 && o.min >= 0 {
-            return Err(format!("invalid value '{t}' (negative values are not allowed)"));
+            return Err(format!(
+                "invalid value '{t}' (negative values are not allowed)"
+            ));
         }
         let type_max: i128 = match o.kind {
             OptKind::Int => i128::from(u32::MAX),
@@ -537,13 +553,17 @@ impl OptState {
         match o.name {
             "rwmixread" => {
                 let r = v.int();
-                self.nums
-                    .insert("rwmix", [Scalar::Int(r), Scalar::Int(100 - r), Scalar::Int(0)]);
+                self.nums.insert(
+                    "rwmix",
+                    [Scalar::Int(r), Scalar::Int(100 - r), Scalar::Int(0)],
+                );
             }
             "rwmixwrite" => {
                 let w = v.int();
-                self.nums
-                    .insert("rwmix", [Scalar::Int(100 - w), Scalar::Int(w), Scalar::Int(0)]);
+                self.nums.insert(
+                    "rwmix",
+                    [Scalar::Int(100 - w), Scalar::Int(w), Scalar::Int(0)],
+                );
             }
             _ => {
                 self.nums.insert(o.field, [v; 3]);
@@ -584,8 +604,11 @@ impl OptState {
                         let n = parse_uint_token(nr)
                             .ok()
                             .filter(|n| *n <= u64::from(u32::MAX))
-                            .ok_or_else(|| format!("invalid rw postfix '{nr}' (expected a count of I/Os)"))?;
-                        self.nums.insert("ddir_seq_nr", [Scalar::Int(i128::from(n)); 3]);
+                            .ok_or_else(|| {
+                                format!("invalid rw postfix '{nr}' (expected a count of I/Os)")
+                            })?;
+                        self.nums
+                            .insert("ddir_seq_nr", [Scalar::Int(i128::from(n)); 3]);
                     } else {
                         match parse_size_token(nr, kb) {
                             Ok(Num::Int(n)) => {
@@ -760,8 +783,12 @@ fn check_part_count(o: &OptDef, parts: &[(String, bool)]) -> Result<(), String> 
 fn range_bound(t: &str, kb: u32) -> Result<u64, String> {
     match parse_size_token(t, kb) {
         Ok(Num::Int(n)) if n >= 0 => Ok(n as u64),
-        Ok(Num::Int(_)) => Err(format!("invalid size '{t}' (negative values are not allowed)")),
-        Ok(Num::Percent(_)) => Err(format!("invalid size '{t}' (a percentage is not allowed here)")),
+        Ok(Num::Int(_)) => Err(format!(
+            "invalid size '{t}' (negative values are not allowed)"
+        )),
+        Ok(Num::Percent(_)) => Err(format!(
+            "invalid size '{t}' (a percentage is not allowed here)"
+        )),
         Err(e) => Err(format!("invalid size '{}' ({e})", t.trim())),
     }
 }
@@ -814,7 +841,11 @@ fn parse_bssplit_dir(list: &str, kb: u32) -> Result<Vec<BsSplit>, String> {
     if total > 100 {
         return Err("bssplit percentages add to more than 100%".into());
     }
-    let share = if missing > 0 { (100 - total) / missing } else { 0 };
+    let share = if missing > 0 {
+        (100 - total) / missing
+    } else {
+        0
+    };
     let mut out: Vec<BsSplit> = entries
         .into_iter()
         .map(|(bs, p)| BsSplit {
@@ -892,10 +923,12 @@ fn split_distr(nr: &str) -> Result<(f64, Option<f64>), String> {
         Some(i) => (&nr[..i], Some(&nr[i + 1..])),
         None => (nr, None),
     };
-    let v = parse_float_token(v).map_err(|_| format!("random postfix parsing failed for '{nr}'"))?;
+    let v =
+        parse_float_token(v).map_err(|_| format!("random postfix parsing failed for '{nr}'"))?;
     let c = match c {
         Some(c) => Some(
-            parse_float_token(c).map_err(|_| format!("random postfix parsing failed for '{nr}'"))?,
+            parse_float_token(c)
+                .map_err(|_| format!("random postfix parsing failed for '{nr}'"))?,
         ),
         None => None,
     };
@@ -923,9 +956,11 @@ fn steadystate_cb(s: &str, kb: u32) -> Result<(), String> {
         return Err("steadystate threshold must be specified in addition to criterion".into());
     };
     if let Some(pct) = nr.strip_suffix('%') {
-        parse_float_token(pct).map_err(|_| "could not parse steadystate threshold percentage".to_string())?;
+        parse_float_token(pct)
+            .map_err(|_| "could not parse steadystate threshold percentage".to_string())?;
     } else if s.starts_with("iops") {
-        parse_float_token(nr).map_err(|_| "steadystate IOPS threshold postfix parsing failed".to_string())?;
+        parse_float_token(nr)
+            .map_err(|_| "steadystate IOPS threshold postfix parsing failed".to_string())?;
     } else {
         match parse_size_token(nr, kb) {
             Ok(Num::Int(n)) if n >= 0 => {}
@@ -952,10 +987,10 @@ fn check_cpu_list(s: &str) -> Result<(), String> {
 
 fn check_ignore_error(s: &str) -> Result<(), String> {
     const ERRS: &[&str] = &[
-        "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF",
-        "ECHILD", "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV",
-        "ENODEV", "ENOTDIR", "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY",
-        "EFBIG", "ENOSPC", "ESPIPE", "EROFS", "EMLINK", "EPIPE", "EDOM", "ERANGE",
+        "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF", "ECHILD",
+        "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV", "ENODEV",
+        "ENOTDIR", "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG", "ENOSPC",
+        "ESPIPE", "EROFS", "EMLINK", "EPIPE", "EDOM", "ERANGE",
     ];
     let groups: Vec<&str> = s.trim().split(',').collect();
     if groups.len() > 3 {
@@ -970,7 +1005,9 @@ fn check_ignore_error(s: &str) -> Result<(), String> {
                 ERRS.contains(&e)
             } else {
                 let t = e.strip_prefix('-').unwrap_or(e);
-                !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) && t.bytes().any(|c| c != b'0')
+                !t.is_empty()
+                    && t.bytes().all(|c| c.is_ascii_digit())
+                    && t.bytes().any(|c| c != b'0')
             };
             if !ok {
                 return Err(format!("unknown error {e}, please use number value"));
@@ -996,7 +1033,8 @@ fn check_cmdprio_bssplit(s: &str, kb: u32) -> Result<(), String> {
             }
             for f in &fields[1..] {
                 if !f.is_empty() {
-                    parse_uint_token(f).map_err(|_| format!("invalid cmdprio_bssplit format '{entry}'"))?;
+                    parse_uint_token(f)
+                        .map_err(|_| format!("invalid cmdprio_bssplit format '{entry}'"))?;
                 }
             }
         }
@@ -1022,11 +1060,21 @@ mod tests {
         );
         assert_eq!(
             parts("8k,32k,", true),
-            vec![("8k".into(), true), ("32k".into(), true), ("".into(), false)]
+            vec![
+                ("8k".into(), true),
+                ("32k".into(), true),
+                ("".into(), false)
+            ]
         );
-        assert_eq!(parts(",8k", true), vec![("".into(), true), ("8k".into(), false)]);
+        assert_eq!(
+            parts(",8k", true),
+            vec![("".into(), true), ("8k".into(), false)]
+        );
         assert_eq!(parts("-5", true), vec![("-5".into(), false)]);
-        assert_eq!(parts("1m-2m", true), vec![("1m".into(), true), ("2m".into(), false)]);
+        assert_eq!(
+            parts("1m-2m", true),
+            vec![("1m".into(), true), ("2m".into(), false)]
+        );
         assert_eq!(parts("1k-4k", false), vec![("1k-4k".into(), false)]);
     }
 

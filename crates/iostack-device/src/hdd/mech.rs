@@ -2,6 +2,8 @@
 //! rotation as a function of virtual time, and the zoned layout that maps an LBA
 //! to a cylinder, a head and an angular slot.
 
+use super::HddParams;
+
 /// Floor of the square root of a `u64` (Newton's method from an over-estimate).
 pub fn isqrt_u64(n: u64) -> u64 {
     if n < 2 {
@@ -43,7 +45,7 @@ fn sqrt_q16(d: u64) -> u64 {
 /// `t(0) = 0`, `t(d) = a + b·√d` for `1 ≤ d < threshold`, `t(d) = c + e·d` beyond.
 /// Coefficients are integers: `a`, `c` in ns, `b` in ns/√cylinder and `e` in
 /// ns/cylinder, both in Q16 fixed point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeekCurve {
     /// Number of cylinders; the longest seek is `cylinders - 1`.
     pub cylinders: u64,
@@ -57,12 +59,25 @@ pub struct SeekCurve {
     pub c_ns: i64,
     /// Linear coefficient, ns per cylinder, Q16.
     pub e_q16: u64,
+    /// `time(d)` for the first distances of the square-root part, so that the
+    /// scheduler's many evaluations need no square root.
+    table: Vec<u32>,
 }
+
+/// Distances of the square-root part kept in the table, at most.
+const SEEK_TABLE_MAX: u64 = 1 << 16;
 
 impl SeekCurve {
     /// Seek time for a move of `d` cylinders, ns.
     #[inline]
     pub fn time(&self, d: u64) -> u64 {
+        if let Some(&t) = self.table.get(d as usize) {
+            return t as u64;
+        }
+        self.compute(d)
+    }
+
+    fn compute(&self, d: u64) -> u64 {
         if d == 0 {
             return 0;
         }
@@ -95,7 +110,17 @@ impl SeekCurve {
             b_q16,
             c_ns,
             e_q16,
+            table: Vec::new(),
         }
+    }
+
+    /// Fill the lookup table of the square-root part.
+    fn tabulate(mut self) -> SeekCurve {
+        let n = self.threshold.min(SEEK_TABLE_MAX);
+        self.table = (0..n)
+            .map(|d| self.compute(d).min(u32::MAX as u64) as u32)
+            .collect();
+        self
     }
 
     /// Mean seek time over uniformly random start and end cylinders, ns, from the
@@ -145,6 +170,7 @@ impl SeekCurve {
                 b_q16: 0,
                 c_ns: t2t as i64 - (e_q16 >> 16) as i64,
                 e_q16,
+                table: Vec::new(),
             };
         }
         let target = avg as i128;
@@ -164,7 +190,7 @@ impl SeekCurve {
                 (Self::with_threshold(cylinders, x, t2t, full).mean_continuous() - target).abs()
             })
             .expect("two candidates");
-        Self::with_threshold(cylinders, best, t2t, full)
+        Self::with_threshold(cylinders, best, t2t, full).tabulate()
     }
 }
 
@@ -297,16 +323,10 @@ impl Layout {
     /// Zones of equal width in cylinders, sectors per track falling linearly from
     /// `outer_spt` to `inner_spt`; the last zone takes whatever cylinders the
     /// capacity still needs.
-    pub fn new(
-        capacity: u64,
-        heads: u32,
-        zones: u32,
-        outer_spt: u32,
-        inner_spt: u32,
-        track_skew_ns: u64,
-        cyl_skew_ns: u64,
-        rot: &Rotation,
-    ) -> Layout {
+    pub fn new(p: &HddParams, rot: &Rotation) -> Layout {
+        let (capacity, heads, zones) = (p.capacity_sectors, p.heads, p.zones);
+        let (outer_spt, inner_spt) = (p.outer_sectors_per_track, p.inner_sectors_per_track);
+        let (track_skew_ns, cyl_skew_ns) = (p.track_skew_ns, p.cylinder_skew_ns);
         assert!(capacity > 0 && heads > 0 && zones > 0, "empty geometry");
         assert!(
             outer_spt >= inner_spt && inner_spt > 0,
@@ -375,8 +395,8 @@ impl Layout {
         let cyl_in_zone = track / heads;
         let head = (track % heads) as u32;
         // Head switches and cylinder switches before this track in the zone.
-        let skew = ((track - cyl_in_zone) * z.track_skew as u64 + cyl_in_zone * z.cyl_skew as u64)
-            % spt;
+        let skew =
+            ((track - cyl_in_zone) * z.track_skew as u64 + cyl_in_zone * z.cyl_skew as u64) % spt;
         let slot = ((sector as u64 + skew) % spt) as u32;
         let left_track = z.spt - sector;
         let left_zone = z.first_lba + z.sectors - lba;
@@ -428,9 +448,32 @@ mod tests {
     }
 
     #[test]
+    fn seek_table_agrees_with_the_formula() {
+        let c = SeekCurve::fit(200_000, 1_000_000, 8_500_000, 20_000_000);
+        assert!(c.threshold > 1 && !c.table.is_empty());
+        for d in (0..c.threshold + 10).step_by(7) {
+            assert_eq!(c.time(d), c.compute(d), "{d}");
+        }
+        // Continuous at the threshold (within rounding).
+        let x = c.threshold;
+        assert!(c.compute(x).abs_diff(c.compute(x - 1)) < 1_000);
+        // A tiny disk falls back to a straight line.
+        let l = SeekCurve::fit(3, 1_000, 1_500, 2_000);
+        assert_eq!((l.time(0), l.time(1), l.time(2)), (0, 1_000, 2_000));
+    }
+
+    #[test]
     fn layout_covers_capacity() {
         let rot = Rotation::new(7200, 0);
-        let l = Layout::new(10_000_000, 4, 8, 1000, 500, 500_000, 1_000_000, &rot);
+        let mut p = super::super::presets().remove(0).1;
+        p.capacity_sectors = 10_000_000;
+        p.heads = 4;
+        p.zones = 8;
+        p.outer_sectors_per_track = 1000;
+        p.inner_sectors_per_track = 500;
+        p.track_skew_ns = 500_000;
+        p.cylinder_skew_ns = 1_000_000;
+        let l = Layout::new(&p, &rot);
         let total: u64 = l.zones.iter().map(|z| z.sectors).sum();
         assert_eq!(total, 10_000_000);
         let last = l.locate(9_999_999);

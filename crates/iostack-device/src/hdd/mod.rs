@@ -16,7 +16,18 @@
 //!   when a write finds the cache full. FUA writes, and all writes with the write
 //!   cache off, go to the medium.
 //! * Queuing: up to `queue_depth` commands; the next one is chosen by shortest
-//!   positioning time (seek + rotation) unless one has waited past the age limit.
+//!   positioning time (overhead + seek + rotation) unless one has waited past
+//!   the age limit, and a write waiting for cache room is served (by a destage)
+//!   when it is older than every queued medium command.
+//! * Controller: a per-command overhead before each media access (DiskSim
+//!   style, not overlapped with the previous access); cache hits and cached
+//!   writes share the host link one at a time at the interface rate.
+//!
+//! Not modelled: cache flush commands (the `Device` trait has none), seek-time
+//! variance and thermal recalibration, defects and spare sectors, serpentine
+//! layouts, power states, separate write-seek curves (a constant settle extra
+//! stands for them), and invalidation of read segments by writes (the model
+//! tracks timing, not data).
 //!
 //! The device is driven only by `submit`, `poll` and `complete`. The mechanism
 //! decides one command at a time, when it becomes free. What it does in the
@@ -74,11 +85,14 @@ pub struct HddParams {
     /// Extra settling before writing after a seek or head switch, ns (the
     /// datasheet's write seek minus read seek).
     pub write_settle_ns: u64,
-    /// Controller overhead of a read served from the cache, ns.
+    /// Controller overhead of a read served from the cache (including one the
+    /// read-ahead is still bringing in), ns.
     pub overhead_read_hit_ns: u64,
-    /// Controller overhead of a read that goes to the medium, ns.
+    /// Controller overhead of a read that goes to the medium, ns. Spent before
+    /// the mechanism moves for it, so it adds to every media access.
     pub overhead_read_miss_ns: u64,
-    /// Controller overhead of a write (cached or to the medium), ns.
+    /// Controller overhead of a write, ns: before the data transfer of a cached
+    /// write, or before the mechanism moves for a write to the medium.
     pub overhead_write_ns: u64,
     /// Host interface rate, bytes/s (SATA 3 Gb/s ≈ 300 000 000). Limits cache hits
     /// and cached writes, which share it one at a time.
@@ -196,18 +210,12 @@ pub struct Hdd {
 impl Hdd {
     pub fn new(p: HddParams, mut rng: Rng) -> Hdd {
         assert!(p.queue_depth >= 1, "queue depth must be at least 1");
-        assert!(p.interface_bytes_per_s > 0, "interface rate must be positive");
-        let rot = Rotation::new(p.rpm, rng.next_u64());
-        let layout = Layout::new(
-            p.capacity_sectors,
-            p.heads,
-            p.zones,
-            p.outer_sectors_per_track,
-            p.inner_sectors_per_track,
-            p.track_skew_ns,
-            p.cylinder_skew_ns,
-            &rot,
+        assert!(
+            p.interface_bytes_per_s > 0,
+            "interface rate must be positive"
         );
+        let rot = Rotation::new(p.rpm, rng.next_u64());
+        let layout = Layout::new(&p, &rot);
         let seek = SeekCurve::fit(
             layout.cylinders as u64,
             p.seek_track_to_track_ns,
@@ -400,7 +408,9 @@ impl Hdd {
             }
         };
         let seg = &self.segs[i];
-        let lo = seg.start.max(hi.saturating_sub(self.p.cache_segment_sectors as u64));
+        let lo = seg
+            .start
+            .max(hi.saturating_sub(self.p.cache_segment_sectors as u64));
         (lo, hi)
     }
 
@@ -552,12 +562,9 @@ impl Hdd {
     /// Background work the drive did on its own before `now`: idle destaging once
     /// the read-ahead is done and no command waits.
     fn advance_bg(&mut self, now: u64) {
-        while self.wce()
-            && !self.dirty.is_empty()
-            && self.n_media == 0
-            && self.n_wait == 0
-        {
-            let mut tau = self.free_at;
+        while self.wce() && !self.dirty.is_empty() && self.n_media == 0 && self.n_wait == 0 {
+            // Idle: the mechanism, the read-ahead and the host link all done.
+            let mut tau = self.free_at.max(self.link_free);
             if let Some((t_end, _)) = self.stream_end() {
                 tau = tau.max(t_end);
             }
@@ -572,7 +579,10 @@ impl Hdd {
     // Decisions.
 
     fn report(&mut self, slot: usize, at: u64) {
-        debug_assert!(matches!(self.slots[slot].state, State::Media | State::WaitSpace | State::Free));
+        debug_assert!(matches!(
+            self.slots[slot].state,
+            State::Media | State::WaitSpace | State::Free
+        ));
         match self.slots[slot].state {
             State::Media => self.n_media -= 1,
             State::WaitSpace => self.n_wait -= 1,
@@ -632,7 +642,11 @@ impl Hdd {
             let (lo, hi) = self.seg_range(s.seg, t);
             for i in 0..self.slots.len() {
                 let sl = self.slots[i];
-                if sl.state == State::Media && !sl.write && sl.lba >= lo && sl.lba + sl.n as u64 <= hi {
+                if sl.state == State::Media
+                    && !sl.write
+                    && sl.lba >= lo
+                    && sl.lba + sl.n as u64 <= hi
+                {
                     self.serve_hit(i, t);
                 }
             }
@@ -641,11 +655,19 @@ impl Hdd {
             }
         }
 
-        // Starvation control first, then room for waiting writes, then SPTF.
+        // Starvation control first (the oldest command past the age limit), then
+        // room for waiting writes if one of them is older than every queued
+        // medium command, then shortest positioning time.
         let mut oldest: Option<usize> = None;
+        let mut oldest_wait = u64::MAX;
+        let mut oldest_media = u64::MAX;
         for (i, s) in self.slots.iter().enumerate() {
-            if matches!(s.state, State::Media | State::WaitSpace)
-                && t - s.arrival.min(t) >= self.p.age_limit_ns
+            match s.state {
+                State::Media => oldest_media = oldest_media.min(s.seq),
+                State::WaitSpace => oldest_wait = oldest_wait.min(s.seq),
+                _ => continue,
+            }
+            if t - s.arrival.min(t) >= self.p.age_limit_ns
                 && oldest.map_or(true, |o| s.seq < self.slots[o].seq)
             {
                 oldest = Some(i);
@@ -656,14 +678,13 @@ impl Hdd {
             Some(i) if self.slots[i].state == State::WaitSpace => Pick::Destage,
             Some(i) if continues(&self.slots[i]) => Pick::Stream(i),
             Some(i) => Pick::Slot(i),
-            None if self.n_wait > 0 => Pick::Destage,
+            None if oldest_wait < oldest_media => Pick::Destage,
             None => {
                 // Shortest positioning time, in angle units (ns × rate) so that no
                 // division is needed per candidate: overhead and move, then the
                 // rotation from where the platter is when the head arrives.
                 let (unit, rate) = (self.rot.unit, self.rot.rate);
-                let r_read = self.rot.reach_angle(t + self.p.overhead_read_miss_ns);
-                let r_write = self.rot.reach_angle(t + self.p.overhead_write_ns);
+                let r_t = self.rot.reach_angle(t);
                 let mut best: Option<(u64, u64, Pick)> = None;
                 for (i, s) in self.slots.iter().enumerate() {
                     if s.state != State::Media {
@@ -672,15 +693,15 @@ impl Hdd {
                     let (cost, pick) = if continues(s) {
                         (0, Pick::Stream(i))
                     } else {
-                        let mv = self.move_ns(head, &s.loc, self.settle(s, head_end));
-                        let r0 = if s.write { r_write } else { r_read };
-                        let r = (r0 + mv * rate) % unit;
-                        let delta = if s.a0 >= r {
-                            s.a0 - r
-                        } else {
-                            s.a0 + unit - r
-                        };
-                        ((self.overhead(s) + mv) * rate + delta, Pick::Slot(i))
+                        let go =
+                            self.overhead(s) + self.move_ns(head, &s.loc, self.settle(s, head_end));
+                        // Reachable angle on arrival: a few revolutions on at most.
+                        let mut r = r_t + go * rate;
+                        while r >= unit {
+                            r -= unit;
+                        }
+                        let delta = if s.a0 >= r { s.a0 - r } else { s.a0 + unit - r };
+                        (go * rate + delta, Pick::Slot(i))
                     };
                     if best.map_or(true, |b| (cost, s.seq) < (b.0, b.1)) {
                         best = Some((cost, s.seq, pick));
@@ -784,7 +805,10 @@ impl Hdd {
                 .filter(|&i| self.slots[i].state == State::WaitSpace)
                 .min_by_key(|&i| self.slots[i].seq)
                 .expect("a waiting write");
-            let (s, e) = (self.slots[i].lba, self.slots[i].lba + self.slots[i].n as u64);
+            let (s, e) = (
+                self.slots[i].lba,
+                self.slots[i].lba + self.slots[i].n as u64,
+            );
             if !self.fits(s, e) {
                 return;
             }
@@ -864,7 +888,10 @@ impl Device for Hdd {
         self.p.limits
     }
     fn submit(&mut self, now: Instant, cmd: DeviceCmd) {
-        assert!(self.outstanding < self.p.queue_depth, "device queue overflow");
+        assert!(
+            self.outstanding < self.p.queue_depth,
+            "device queue overflow"
+        );
         assert!(
             cmd.sector + cmd.sectors as u64 <= self.p.capacity_sectors,
             "command beyond the end of the disk"
@@ -878,8 +905,8 @@ impl Device for Hdd {
             .expect("a free slot");
         self.outstanding += 1;
         self.seq += 1;
-        let to_media = cmd.write
-            && (!self.wce() || cmd.fua || cmd.sectors > self.p.write_cache_sectors);
+        let to_media =
+            cmd.write && (!self.wce() || cmd.fua || cmd.sectors > self.p.write_cache_sectors);
         self.slots[i] = Slot {
             id: cmd.id,
             lba: cmd.sector,

@@ -36,7 +36,7 @@ fn sata_2009() -> HddParams {
         seek_track_to_track_ns: MS,
         seek_average_ns: 8_500 * US,
         seek_full_stroke_ns: 20 * MS,
-        head_switch_ns: MS, // estimate: about the single-track seek
+        head_switch_ns: MS,  // estimate: about the single-track seek
         write_settle_ns: MS, // 9.5 ms write − 8.5 ms read average
         overhead_read_hit_ns: 100 * US,
         overhead_read_miss_ns: 200 * US,

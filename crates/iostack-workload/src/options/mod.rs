@@ -148,9 +148,7 @@ impl OptDef {
             OptKind::Range => ValueType::Range,
             OptKind::Bool | OptKind::StrSet => ValueType::Bool,
             OptKind::FloatList => ValueType::FloatList,
-            OptKind::Deprecated | OptKind::SoftDeprecated | OptKind::Unsupported => {
-                ValueType::None
-            }
+            OptKind::Deprecated | OptKind::SoftDeprecated | OptKind::Unsupported => ValueType::None,
         }
     }
 
@@ -324,7 +322,12 @@ pub static ENGINE_OPTIONS: &[OptDef] = &[
             "Set RWF_NOWAIT for reads/writes",
         )
     },
-    eng("hipri", OptKind::StrSet, IO_URING, "Use polled IO completions"),
+    eng(
+        "hipri",
+        OptKind::StrSet,
+        IO_URING,
+        "Use polled IO completions",
+    ),
     eng("fixedbufs", OptKind::StrSet, IO_URING, "Pre map IO buffers"),
     eng(
         "registerfiles",
@@ -448,7 +451,13 @@ pub static PROFILE_OPTIONS: &[OptDef] = &[
     ),
     prof("numruns", OptKind::Int, "tiobench", None, "Number of runs"),
     prof("dir", OptKind::StrStore, "tiobench", None, "Test directory"),
-    prof("threads", OptKind::Int, "tiobench", None, "Number of Threads"),
+    prof(
+        "threads",
+        OptKind::Int,
+        "tiobench",
+        None,
+        "Number of Threads",
+    ),
 ];
 
 /// Find a core or profile option by name or alias, the way fio's `find_option_c`
@@ -533,8 +542,7 @@ pub fn closest_option(name: &str) -> Option<&'static str> {
 
 /// I/O engines the Debian fio 3.33 build can load that iostack simulates.
 pub const SUPPORTED_ENGINES: &[&str] = &[
-    "sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap",
-    "null",
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap", "null",
 ];
 
 #[cfg(test)]
@@ -556,7 +564,10 @@ mod tests {
         assert_eq!(find_option("wait_for_previous").unwrap().name, "stonewall");
         assert_eq!(find_option("timeout").unwrap().name, "runtime");
         assert!(find_option("BS").is_none());
-        assert_eq!(find_option("threads").unwrap().scope, Scope::Profile("tiobench"));
+        assert_eq!(
+            find_option("threads").unwrap().scope,
+            Scope::Profile("tiobench")
+        );
         assert_eq!(find_option("size").unwrap().scope, Scope::Core);
         assert!(find_engine_option("libaio", "userspace_reap").is_some());
         assert!(find_engine_option("psync", "userspace_reap").is_none());

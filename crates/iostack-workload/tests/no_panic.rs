@@ -1,0 +1,187 @@
+//! The parsers never panic, whatever the input (a deterministic random search in
+//! lieu of proptest, which is not available offline).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use iostack_workload::{
+    options, parse_dd_args, parse_job_bytes, parse_size, parse_time_ns, ParseEnv, TimeUnit,
+};
+
+/// xorshift64*: small, deterministic.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+const PIECES: &[&str] = &[
+    "[", "]", "[global]", "[job]", "=", ";", "#", "\n", "\r\n", ",", ":", "-", "/", "%", " ",
+    "\t", "${", "}", "${X}", "$pagesize", "$mb_memory", "$ncpus", "*", "+", "(", ")", "0x",
+    "include ", "include", "4k", "1m", "kib", "z", "999999999999999999999", "-1", "0", "1", ".",
+    "\0", "\u{7f}", "é", "\u{fffd}", "randread:4", "zipf:1.2", "zoned:50/10:50/", "10%", "bs",
+    "rw", "size", "ioengine", "libaio", "io_uring", "userspace_reap", "bssplit", "4k/50:8k/",
+    "time_based", "runtime", "1h", "ms", "name", "filename", "a\\:b", "description",
+];
+
+fn env() -> ParseEnv {
+    let mut files = BTreeMap::new();
+    files.insert(PathBuf::from("inc.fio"), b"bs=8k\nsize=${X}\n".to_vec());
+    files.insert(PathBuf::from("self.inc"), b"include self.inc\n".to_vec());
+    files.insert(PathBuf::from("sec.inc"), b"[s]\n".to_vec());
+    ParseEnv {
+        files: Some(files),
+        ..ParseEnv::default().with_var("X", "4k")
+    }
+}
+
+fn random_text(rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    let n = rng.below(60);
+    for _ in 0..n {
+        match rng.below(10) {
+            0 => out.push(rng.next() as u8),
+            1..=3 => {
+                let o = rng.pick(options::CORE_OPTIONS);
+                out.extend_from_slice(o.name.as_bytes());
+                out.push(b'=');
+            }
+            4 => {
+                let o = rng.pick(options::CORE_OPTIONS);
+                if let Some((v, _)) = o.values.first() {
+                    out.extend_from_slice(v.as_bytes());
+                }
+            }
+            _ => out.extend_from_slice(rng.pick(PIECES).as_bytes()),
+        }
+    }
+    out
+}
+
+#[test]
+fn random_job_files_never_panic() {
+    let env = env();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..20_000 {
+        let text = random_text(&mut rng);
+        let _ = parse_job_bytes(&text, "fuzz.fio", &env);
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let env = env();
+    let mut rng = Rng(42);
+    for _ in 0..20_000 {
+        let n = rng.below(300);
+        let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        let _ = parse_job_bytes(&bytes, "bytes.fio", &env);
+        let mut with_header = b"[j]\n".to_vec();
+        with_header.extend_from_slice(&bytes);
+        let _ = parse_job_bytes(&with_header, "bytes.fio", &env);
+    }
+}
+
+/// Every option with every kind of value.
+#[test]
+fn every_option_with_odd_values_never_panics() {
+    let env = env();
+    let values = [
+        "", "0", "1", "-1", "4k", "4q", "1-2", "1:2", "1,2,3,4", ",", ",,", "-", ":", "10%",
+        "200%", "5z", "z", "0x", "0xffffffffffffffffff", "18446744073709551616", "1.5",
+        "nan", "inf", "-0", "a:b:c", "zoned:", "zoned:x/y", "zipf:", "zipf:0:2", "1ms", "1xyz",
+        "   ", "\u{fffd}", "${X}", "$pagesize*$ncpus", "9223372036854775807k", "4k/", "/",
+        "4k/101:8k/", "read,write", "wait_before,write:x", "iops:", "bw:1m", "E2BIG:EIO,5",
+    ];
+    for o in options::all_options().chain(options::ENGINE_OPTIONS.iter()) {
+        for v in values {
+            let t = format!("[global]\nioengine=io_uring\n[j]\n{}={v}\n{}\n", o.name, o.name);
+            let _ = parse_job_bytes(t.as_bytes(), "opt.fio", &env);
+        }
+    }
+}
+
+#[test]
+fn mutated_valid_files_never_panic() {
+    let env = common::test_env();
+    let mut rng = Rng(7);
+    let mut corpus = Vec::new();
+    for sub in ["valid", "invalid", "stricter"] {
+        for f in common::fio_files(sub) {
+            corpus.push(std::fs::read(common::data_dir().join(&f)).unwrap());
+        }
+    }
+    for _ in 0..5_000 {
+        let mut text = rng.pick(&corpus).clone();
+        for _ in 0..1 + rng.below(4) {
+            if text.is_empty() {
+                break;
+            }
+            let at = rng.below(text.len());
+            match rng.below(3) {
+                0 => text[at] = rng.next() as u8,
+                1 => {
+                    text.remove(at);
+                }
+                _ => {
+                    let p = rng.pick(PIECES).as_bytes().to_vec();
+                    text.splice(at..at, p);
+                }
+            }
+        }
+        let _ = parse_job_bytes(&text, "valid/mutant.fio", &env);
+    }
+}
+
+#[test]
+fn numbers_never_panic() {
+    let mut rng = Rng(99);
+    let alphabet = b"0123456789xXkKmMgGtTpPiIbB%.-+ zsuhdec";
+    for _ in 0..50_000 {
+        let n = rng.below(24);
+        let s: String = (0..n).map(|_| *rng.pick(alphabet) as char).collect();
+        let _ = parse_size(&s, 1024);
+        let _ = parse_size(&s, 1000);
+        let _ = parse_time_ns(&s, TimeUnit::Seconds);
+        let _ = parse_time_ns(&s, TimeUnit::Micros);
+    }
+}
+
+#[test]
+fn dd_never_panics() {
+    let mut rng = Rng(1234);
+    let names = [
+        "if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek", "iseek", "oseek",
+        "iflag", "oflag", "conv", "status", "x", "",
+    ];
+    let vals = [
+        "", "1", "0", "2x512", "xx", "1B", "1Bx2B", "B", "K", "1KiB", "99999999999999999999",
+        "1E", "1Y", "direct,sync", ",", "fsync,notrunc", "none", "-1", "1x", "x", "0x0",
+    ];
+    for _ in 0..20_000 {
+        let n = rng.below(6);
+        let args: Vec<String> = (0..n)
+            .map(|_| match rng.below(4) {
+                0 => {
+                    let len = rng.below(12);
+                    (0..len).map(|_| (rng.next() % 96 + 32) as u8 as char).collect()
+                }
+                _ => format!("{}={}", rng.pick(&names), rng.pick(&vals)),
+            })
+            .collect();
+        let _ = parse_dd_args(&args);
+    }
+}
