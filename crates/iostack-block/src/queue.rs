@@ -154,8 +154,10 @@ pub struct QueueStats {
     pub unplugs_timer: u64,
     pub unplugs_thresh: u64,
     pub max_in_driver: u32,
-    /// Sum over completed requests of D→C time, for utilisation.
+    /// Sum over completed requests of D→C time (`in_queue` of diskstats).
     pub busy_ns: u64,
+    /// Time with at least one request in the driver (`io_ticks`, for `util`).
+    pub io_ticks_ns: u64,
     pub read_ios: u64,
     pub write_ios: u64,
     pub read_merges: u64,
@@ -213,6 +215,8 @@ pub struct RequestQueue {
     in_flight: [u32; 2],
     /// Requests handed to the device.
     in_device: u32,
+    /// Since when the device has been busy (`in_device > 0`).
+    busy_since: Instant,
     msgs: Vec<String>,
     dev_out: Vec<(Instant, u64)>,
     stats: QueueStats,
@@ -245,6 +249,7 @@ impl RequestQueue {
             iocs: BTreeMap::new(),
             in_flight: [0; 2],
             in_device: 0,
+            busy_since: Instant::ZERO,
             msgs: Vec::new(),
             dev_out: Vec::new(),
             stats: QueueStats::default(),
@@ -1099,6 +1104,9 @@ impl RequestQueue {
                 )
             };
             self.in_flight[sync] += 1;
+            if self.in_device == 0 {
+                self.busy_since = now;
+            }
             self.in_device += 1;
             self.stats.max_in_driver = self.stats.max_in_driver.max(self.in_device);
             self.dev.submit(now, cmd);
@@ -1167,6 +1175,9 @@ impl RequestQueue {
         // elv_completed_request
         self.in_flight[r.sync_pool as usize] -= 1;
         self.in_device -= 1;
+        if self.in_device == 0 {
+            self.stats.io_ticks_ns += now.since(self.busy_since).as_ns();
+        }
         let mut ectx = ElvCtx {
             now,
             msgs: &mut self.msgs,

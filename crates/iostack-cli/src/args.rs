@@ -71,6 +71,13 @@ pub const FLAGS: &[Flag] = &[
         doc: "write blkparse's default text output to FILE (- for stdout)",
     },
     Flag {
+        long: "layout",
+        takes: Takes::Value("PATH=SIZE[@BLOCK]"),
+        repeat: true,
+        doc: "lay out a file before the run, as a sequential writer on the fresh file \
+              system would (optionally from file-system block BLOCK); repeatable",
+    },
+    Flag {
         long: "json",
         takes: Takes::Nothing,
         repeat: false,

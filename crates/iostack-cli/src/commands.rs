@@ -24,6 +24,7 @@ const COMMON: &[&str] = &[
     "ftrace",
     "blkparse",
     "check",
+    "layout",
     "help",
 ];
 const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"];
@@ -94,12 +95,30 @@ fn tunables_of(p: &Parsed) -> Result<Tunables> {
     Ok(t)
 }
 
+/// `--layout PATH=SIZE[@BLOCK]` files, as processes that only lay out.
+fn layouts(p: &Parsed) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
+    let mut v = Vec::new();
+    for l in p.all("layout") {
+        let bad = |why: &str| format!("--layout {l}: {why} (expected PATH=SIZE[@BLOCK])");
+        let (path, rest) = l.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let (size, goal) = match rest.split_once('@') {
+            Some((s, b)) => (s, Some(b.parse::<u64>().map_err(|_| bad("bad block number"))?)),
+            None => (rest, None),
+        };
+        let size = iostack_sim::frontend::parse_size(size).map_err(|e| bad(&e))?;
+        v.push(iostack_sim::frontend::layout_only(path, size, goal));
+    }
+    Ok(v)
+}
+
 fn config_of(
     p: &Parsed,
-    procs: Vec<iostack_sim::workload::ProcSpec>,
+    work: Vec<iostack_sim::workload::ProcSpec>,
     m: Machine,
 ) -> Result<SimConfig> {
     let t = tunables_of(p)?;
+    let mut procs = layouts(p)?;
+    procs.extend(work);
     let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
     iostack_iosched::by_name(&scheduler, &t)?;
     Ok(SimConfig {
@@ -169,7 +188,8 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         return Ok(ExitCode::from(if p.has("help") { 0 } else { 2 }));
     }
     let mut procs = Vec::new();
-    let mut meta = Vec::new();
+    // Layout-only processes come first and have no fio report.
+    let mut meta = vec![None; p.all("layout").len()];
     let mut globals = Vec::new();
     let m = machine_of(p, "sata-2009")?;
     for path in &p.positional {
@@ -247,7 +267,8 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     if p.has("blktrace") {
         sim.attach(Box::new(BlktraceWriter::for_device(disk)));
     }
-    crate::sinks::attach_text(&mut sim, p.has("ftrace"), p.has("blkparse"));
+    let blkparse_name = p.has("blkparse").then(|| p.get("blktrace").unwrap_or("iostack"));
+    crate::sinks::attach_text(&mut sim, p.has("ftrace"), blkparse_name);
     let (result, mut sinks, observer) = sim.run_observed();
     if let Some(prefix) = p.get("blktrace") {
         let w = take::<BlktraceWriter>(&mut sinks).expect("attached");

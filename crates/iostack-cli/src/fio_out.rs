@@ -123,8 +123,8 @@ pub fn render(
         ios: [q.read_ios, q.write_ios],
         merges: [q.read_merges, q.write_merges],
         ticks: [q.read_ticks_ns / 1_000_000, q.write_ticks_ns / 1_000_000],
-        in_queue: (q.read_ticks_ns + q.write_ticks_ns) / 1_000_000,
-        util: DiskUtil::util_percent(q.busy_ns / 1_000_000, elapsed_ms),
+        in_queue: q.busy_ns / 1_000_000,
+        util: DiskUtil::util_percent(q.io_ticks_ns / 1_000_000, elapsed_ms),
         aggr: None,
     });
     match format {

@@ -15,12 +15,14 @@ pub fn provenance(seed: Seed, hash: u64) -> String {
     format!("seed={} config={hash:016x}", seed.0)
 }
 
-pub fn attach_text(sim: &mut Simulation, ftrace: bool, blkparse: bool) {
+/// Attach the text sinks asked for. The blkparse text is named after the blktrace
+/// prefix when there is one, so it is what `blkparse -i PREFIX` prints for them.
+pub fn attach_text(sim: &mut Simulation, ftrace: bool, blkparse: Option<&str>) {
     if ftrace {
         sim.attach(Box::new(FtraceSink::new(FtraceStyle::Kernel)));
     }
-    if blkparse {
-        sim.attach(Box::new(BlkparseSink::new("iostack")));
+    if let Some(input) = blkparse {
+        sim.attach(Box::new(BlkparseSink::new(input)));
     }
 }
 

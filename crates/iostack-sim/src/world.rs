@@ -259,6 +259,13 @@ impl Simulation {
                         .to_string();
                     let ino = match self.fs.lookup(&name) {
                         Some(ino) => ino,
+                        None if *size == 0 && spec.io_size > 0 => {
+                            return Err(SimError(format!(
+                                "{}: {path}: No such file or directory (lay it out first, \
+                                 e.g. --layout {path}=64M)",
+                                spec.comm
+                            )))
+                        }
                         None => self
                             .fs
                             .create_sequential(&name, *size, *goal)
