@@ -103,7 +103,7 @@ fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
 /// The process of a dd command line: GNU dd's copy loop of `ibs`-sized reads (and
 /// `obs`-sized writes), each a read(2)/write(2) the caller waits for.
 pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
-    let dd = iostack_workload::parse_dd_command_line(args).map_err(|e| format!("dd: {e}"))?;
+    let dd = iostack_workload::parse_dd_command_line(args).map_err(|e| e.to_string())?;
     let input = dd
         .input
         .clone()

@@ -524,12 +524,17 @@ pub fn closest_option(name: &str) -> Option<&'static str> {
             o.alias.unwrap_or(o.name)
         });
     }
+    let limit = name.len().div_ceil(2);
     let mut best: Option<(&'static str, usize)> = None;
     for o in all_options() {
         if o.kind == OptKind::Unsupported {
             continue;
         }
         for cand in std::iter::once(o.name).chain(o.alias) {
+            // The distance is at least the length difference: skip hopeless ones.
+            if name.len().abs_diff(cand.len()) > limit {
+                continue;
+            }
             let d = string_distance(name, cand);
             if best.is_none_or(|(_, bd)| d < bd) {
                 best = Some((cand, d));
@@ -537,7 +542,7 @@ pub fn closest_option(name: &str) -> Option<&'static str> {
         }
     }
     let (cand, d) = best?;
-    (d <= name.len().div_ceil(2)).then_some(cand)
+    (d <= limit).then_some(cand)
 }
 
 /// I/O engines the Debian fio 3.33 build can load that iostack simulates.
