@@ -41,13 +41,13 @@ pub struct FioError {
     /// Option name as written, if the error is about an option.
     pub option: Option<String>,
     /// Option value as written (before `${VAR}` substitution), if any.
-    pub value: Option<String>,
+    pub value: Option<Box<str>>,
     /// Error class.
     pub kind: ErrorKind,
     /// Human-readable message (without the `FILE:LINE: ` prefix).
     pub message: String,
     /// Closest known option name, for unknown options.
-    pub suggestion: Option<String>,
+    pub suggestion: Option<Box<str>>,
 }
 
 impl FioError {

@@ -164,7 +164,9 @@ pub struct Section {
     pub options: Vec<OptionEntry>,
     /// The options in the order fio applies and prints them (`--showcmd`): higher
     /// priority first (`kb_base`, `unit_base`...), `filename` last, engine-private
-    /// options after all core options. Canonical names, expanded values.
+    /// options after all core options. Canonical names, expanded values. For a
+    /// global section this is every global option seen so far (fio keeps a single
+    /// list for all global sections and prints all of it each time).
     pub cmdline: Vec<(String, Option<String>)>,
 }
 
@@ -185,6 +187,16 @@ impl JobFile {
     /// `fio --showcmd` rendering; see [`crate::showcmd`].
     pub fn showcmd(&self) -> String {
         crate::showcmd::showcmd(self)
+    }
+
+    /// Every option in effect for `job`, as written: the global options above it,
+    /// then the job's own, in file order (later entries override earlier ones).
+    pub fn job_options<'a>(
+        &'a self,
+        job: &'a JobSpec,
+    ) -> impl Iterator<Item = &'a OptionEntry> + 'a {
+        let n = job.global_options_applied.min(self.global_options.len());
+        self.global_options[..n].iter().chain(job.options.iter())
     }
 }
 
@@ -362,7 +374,7 @@ impl Reader<'_> {
             let (f, l) = at.map_or((path.to_path_buf(), 0), |(f, l)| (f.to_path_buf(), l));
             FioError {
                 option: at.map(|_| "include".to_string()),
-                value: at.map(|_| path.display().to_string()),
+                value: at.map(|_| path.display().to_string().into()),
                 ..FioError::new(
                     f,
                     l,
@@ -398,7 +410,7 @@ impl Reader<'_> {
         if depth >= MAX_INCLUDE_DEPTH {
             return Err(FioError {
                 option: Some("include".into()),
-                value: Some(name.to_string()),
+                value: Some(name.into()),
                 ..FioError::new(
                     from,
                     line,
@@ -478,7 +490,7 @@ fn outside(path: &Path, line: usize, text: &str) -> FioError {
     let (name, value) = split_opt(text);
     FioError {
         option: Some(name),
-        value,
+        value: value.map(Into::into),
         ..FioError::new(
             path,
             line,
@@ -497,17 +509,20 @@ fn opt_error(
 ) -> FioError {
     FioError {
         option: Some(name.to_string()),
-        value: value.map(str::to_string),
+        value: value.map(Into::into),
         ..FioError::new(&raw.file, raw.line, kind, msg)
     }
 }
 
 /// Apply one section's options to `state`, the way `fio_options_parse` does.
+/// A section's options in file order, and its `--showcmd` list.
+type Applied = (Vec<OptionEntry>, Vec<(String, Option<String>)>);
+
 fn apply_section(
     state: &mut OptState,
     opts: &[RawOpt],
     env: &ParseEnv,
-) -> Result<(Vec<OptionEntry>, Vec<(String, Option<String>)>), FioError> {
+) -> Result<Applied, FioError> {
     struct Prepared {
         idx: usize,
         written_name: String,
@@ -598,7 +613,7 @@ fn apply_section(
             Some(o) => apply(o, p, state)?,
             None => {
                 let raw = &opts[p.idx];
-                let suggestion = closest_option(&p.name).map(str::to_string);
+                let suggestion: Option<Box<str>> = closest_option(&p.name).map(Into::into);
                 let mut msg = format!("unknown option '{}'", p.name);
                 if let Some(s) = &suggestion {
                     msg.push_str(&format!(" (did you mean '{s}'?)"));

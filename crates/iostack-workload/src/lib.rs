@@ -11,13 +11,30 @@
 //! the sections as written, the global options, and the resolved [`JobSpec`]s.
 //! [`showcmd`] renders the file like `fio --showcmd`.
 //!
-//! iostack is stricter than fio in a few places where fio silently ignores garbage
-//! (documented in the crate README of the tests): numbers with unknown suffixes
-//! (`bs=4q` is 4 bytes in fio), fractional sizes and times (`1.5g` is 1 byte),
-//! time units fio does not know (`10sec` is 10 µs), `%` on options that do not take
-//! a percentage, several values for a single-valued option, negative values for
-//! unsigned options, and I/O engines iostack does not simulate (fio only loads the
-//! engine at parse time when an engine-private option is present).
+//! ## Where iostack is deliberately stricter than fio 3.33
+//!
+//! fio accepts some inputs only because it silently ignores garbage, or because
+//! `--parse-only` skips a check that a real run performs. iostack rejects them (the
+//! files under `tests/data/stricter/` pin each case against the real fio):
+//!
+//! * numbers with unknown suffixes or trailing text (`bs=4q` is 4 bytes in fio),
+//!   fractional sizes and times (`size=1.5g` is 1 byte), unknown time units
+//!   (`runtime=10sec` is 10 µs), `%` on options without percentage semantics;
+//! * more values than an option has slots (`numjobs=4,8`, `bs=1k,2k,3k,4k`, a
+//!   21-entry `percentile_list`, `size=1m-2m`) and negative values for unsigned
+//!   options (`fsync=-1`, `offset=-1`);
+//! * I/O engines iostack does not simulate, and unknown engine names (fio only loads
+//!   the engine at parse time when an engine-private option is present, so
+//!   `ioengine=http` alone passes `--parse-only`);
+//! * values fio validates only when the job runs (`rw=randread:4q`,
+//!   `replay_skip=foo`, `ignore_error=EFOO`, bad CPU lists, `bssplit` percentages
+//!   over 100);
+//! * errors fio prints but then loses (an `include` of a missing file or of a file
+//!   with a section, a bad second element of a list): fio 3.33 still exits 0.
+//!
+//! The "did you mean" suggestion also considers aliases and case (`blocksze`
+//! suggests `blocksize`, `BS` suggests `bs`); fio 3.33 suggests `block` (a tiobench
+//! profile option) for the former and nothing for the latter.
 //!
 //! # dd
 //!

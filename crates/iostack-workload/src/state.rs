@@ -841,11 +841,7 @@ fn parse_bssplit_dir(list: &str, kb: u32) -> Result<Vec<BsSplit>, String> {
     if total > 100 {
         return Err("bssplit percentages add to more than 100%".into());
     }
-    let share = if missing > 0 {
-        (100 - total) / missing
-    } else {
-        0
-    };
+    let share = (100 - total).checked_div(missing).unwrap_or(0);
     let mut out: Vec<BsSplit> = entries
         .into_iter()
         .map(|(bs, p)| BsSplit {

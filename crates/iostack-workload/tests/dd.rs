@@ -4,7 +4,9 @@ use iostack_workload::{parse_dd_args, parse_dd_command_line, DdStatus};
 
 #[test]
 fn brief_example() {
-    let dd = parse_dd_command_line("if=/mnt/test/test-dd1 of=/dev/null iflag=direct bs=64k count=1").unwrap();
+    let dd =
+        parse_dd_command_line("if=/mnt/test/test-dd1 of=/dev/null iflag=direct bs=64k count=1")
+            .unwrap();
     assert_eq!(dd.input.as_deref(), Some("/mnt/test/test-dd1"));
     assert_eq!(dd.output.as_deref(), Some("/dev/null"));
     assert!(dd.iflag.direct && !dd.oflag.direct);
@@ -40,15 +42,30 @@ fn operands() {
     assert!(dd.iflag.count_bytes && dd.iflag.skip_bytes && dd.oflag.seek_bytes);
     assert_eq!(dd.input_limit(), Some(102_400));
     assert_eq!((dd.skip_offset(), dd.seek_offset()), (10, 1));
-    let dd = parse_dd_args(["iseek=3", "bs=1k", "iflag=fullblock,count_bytes", "count=1000"]).unwrap();
+    let dd = parse_dd_args([
+        "iseek=3",
+        "bs=1k",
+        "iflag=fullblock,count_bytes",
+        "count=1000",
+    ])
+    .unwrap();
     assert_eq!(dd.skip_offset(), 3072);
     assert_eq!(dd.input_limit(), Some(1000));
 
     // status: last one wins.
-    assert_eq!(parse_dd_args(["status=none,progress"]).unwrap().status, DdStatus::Progress);
-    assert_eq!(parse_dd_args(["status=none"]).unwrap().status, DdStatus::None);
+    assert_eq!(
+        parse_dd_args(["status=none,progress"]).unwrap().status,
+        DdStatus::Progress
+    );
+    assert_eq!(
+        parse_dd_args(["status=none"]).unwrap().status,
+        DdStatus::None
+    );
     // if= takes everything after the first '='.
-    assert_eq!(parse_dd_args(["if=a=b"]).unwrap().input.as_deref(), Some("a=b"));
+    assert_eq!(
+        parse_dd_args(["if=a=b"]).unwrap().input.as_deref(),
+        Some("a=b")
+    );
 }
 
 #[test]
@@ -94,7 +111,10 @@ fn errors_name_the_operand() {
         ("count=-1", "invalid number: '-1'"),
         ("count=1m", "invalid number: '1m'"),
         ("count=2x3x4", "invalid number: '2x3x4'"),
-        ("count=1Z", "invalid number: '1Z': Value too large for defined data type"),
+        (
+            "count=1Z",
+            "invalid number: '1Z': Value too large for defined data type",
+        ),
         ("skip=", "invalid number: ''"),
         ("iflag=direkt", "invalid input flag: 'direkt'"),
         ("oflag=direct,,sync", "invalid output flag: ''"),
@@ -122,19 +142,65 @@ fn numbers_match_gnu_dd() {
         eprintln!("WARNING: /bin/dd not found, skipping the comparison with GNU dd");
         return;
     }
-    let version = std::process::Command::new(dd).arg("--version").output().unwrap();
+    let version = std::process::Command::new(dd)
+        .arg("--version")
+        .output()
+        .unwrap();
     if !String::from_utf8_lossy(&version.stdout).contains("coreutils) 9.1") {
         eprintln!("WARNING: /bin/dd is not GNU coreutils 9.1, skipping");
         return;
     }
     for s in [
-        "1", "0", "+1", "100B", "1kB", "1KB", "1KiB", "1Ki", "1k", "1m", "1M", "1MB", "2x512",
-        "2x3x4", "0x10", "1bB", "1w", "1c", "-1", "1K2", "1E", "1Z", "", "4q", "1x", "x2", "2xB",
-        "1D", "1KD", "1Bx2", "K", "2xK", "9223372036854775807", "9223372036854775808",
-        "18446744073709551616", "1Q", "1Y", "1 ", "b", "bB", "5xKiB", "1BB",
+        "1",
+        "0",
+        "+1",
+        "100B",
+        "1kB",
+        "1KB",
+        "1KiB",
+        "1Ki",
+        "1k",
+        "1m",
+        "1M",
+        "1MB",
+        "2x512",
+        "2x3x4",
+        "0x10",
+        "1bB",
+        "1w",
+        "1c",
+        "-1",
+        "1K2",
+        "1E",
+        "1Z",
+        "",
+        "4q",
+        "1x",
+        "x2",
+        "2xB",
+        "1D",
+        "1KD",
+        "1Bx2",
+        "K",
+        "2xK",
+        "9223372036854775807",
+        "9223372036854775808",
+        "18446744073709551616",
+        "1Q",
+        "1Y",
+        "1 ",
+        "b",
+        "bB",
+        "5xKiB",
+        "1BB",
     ] {
         let st = std::process::Command::new(dd)
-            .args(["if=/dev/null", "of=/dev/null", &format!("count={s}"), "status=none"])
+            .args([
+                "if=/dev/null",
+                "of=/dev/null",
+                &format!("count={s}"),
+                "status=none",
+            ])
             .output()
             .unwrap()
             .status

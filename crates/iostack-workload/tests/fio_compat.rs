@@ -89,17 +89,27 @@ fn stricter_files_are_documented_divergences() {
     }
     for f in fio_files("stricter") {
         let p = run_fio(&["--parse-only", &f]);
-        assert_eq!(p.status, 0, "fio 3.33 accepts {f}; if it no longer does, move the file to invalid/");
+        assert_eq!(
+            p.status, 0,
+            "fio 3.33 accepts {f}; if it no longer does, move the file to invalid/"
+        );
         assert!(ours(&f).is_err(), "{f}");
     }
     // In these, fio reports the problem on stderr but its exit status ignores it.
     for (f, says) in [
         ("stricter/missing_include.fio", "unable to open"),
-        ("stricter/section_in_include.fio", "No new sections in included files"),
+        (
+            "stricter/section_in_include.fio",
+            "No new sections in included files",
+        ),
         ("stricter/percentile_range.fio", "value out of range"),
     ] {
         let p = run_fio(&["--parse-only", f]);
-        assert!(p.stderr.contains(says) || p.stdout.contains(says), "{f}: {}", p.stderr);
+        assert!(
+            p.stderr.contains(says) || p.stdout.contains(says),
+            "{f}: {}",
+            p.stderr
+        );
     }
 }
 

@@ -28,7 +28,10 @@ fn per_direction_values() {
     assert_eq!((r.min_bs.read, r.max_bs.read), (1024, 4096));
     assert_eq!((r.min_bs.trim, r.max_bs.trim), (1024, 4096));
     assert_eq!(r.blockalign.read, 4096);
-    assert_eq!((r.rate.read, r.rate.write, r.rate.trim), (1 << 20, 500 << 10, 500 << 10));
+    assert_eq!(
+        (r.rate.read, r.rate.write, r.rate.trim),
+        (1 << 20, 500 << 10, 500 << 10)
+    );
     assert_eq!((r.rate_iops.read, r.rate_iops.write), (0, 100));
     let c = job(&js, "ranges-colon");
     assert_eq!((c.min_bs.read, c.max_bs.read), (1024, 4096));
@@ -38,12 +41,27 @@ fn per_direction_values() {
     assert_eq!(
         s.bssplit.read,
         vec![
-            BsSplit { bs: 65536, percent: 20 },
-            BsSplit { bs: 16384, percent: 30 },
-            BsSplit { bs: 4096, percent: 50 }
+            BsSplit {
+                bs: 65536,
+                percent: 20
+            },
+            BsSplit {
+                bs: 16384,
+                percent: 30
+            },
+            BsSplit {
+                bs: 4096,
+                percent: 50
+            }
         ]
     );
-    assert_eq!(s.bssplit.write, vec![BsSplit { bs: 8192, percent: 100 }]);
+    assert_eq!(
+        s.bssplit.write,
+        vec![BsSplit {
+            bs: 8192,
+            percent: 100
+        }]
+    );
     assert_eq!((s.min_bs.read, s.max_bs.read), (4096, 65536));
 }
 
@@ -54,7 +72,13 @@ fn rw_modes() {
     assert_eq!(h.rw.kind, RwKind::Write);
     assert_eq!(h.rw.modifier, Some(RwModifier::SeqAdd(4096)));
     let b = job(&js, "backwards");
-    assert_eq!(b.rw, RwMode { kind: RwKind::Read, modifier: Some(RwModifier::SeqAdd(-8192)) });
+    assert_eq!(
+        b.rw,
+        RwMode {
+            kind: RwKind::Read,
+            modifier: Some(RwModifier::SeqAdd(-8192))
+        }
+    );
     let r = job(&js, "runs");
     assert_eq!(r.rw.modifier, Some(RwModifier::RandomRun(4)));
     assert_eq!(r.rw_sequencer, RwSequencer::Identical);
@@ -82,6 +106,12 @@ fn globals_apply_in_order() {
     assert_eq!(j3.rw.kind, RwKind::RandRead);
     assert_eq!(j3.size, Some(Amount::Bytes(128 << 20)));
     assert_eq!(j3.global_options_applied, 6);
+    let jf = parse_job_file("valid/globals_multi.fio", &common::test_env()).unwrap();
+    let all: Vec<&str> = jf
+        .job_options(&jf.jobs[1])
+        .map(|o| o.name.as_str())
+        .collect();
+    assert_eq!(all, vec!["rw", "size", "bs", "ioengine", "iodepth", "rw"]);
 }
 
 #[test]
@@ -90,9 +120,16 @@ fn engines_and_engine_options() {
     let js = &jf.jobs;
     let a = job(js, "aio");
     assert_eq!(a.ioengine, IoEngine::Libaio);
-    assert_eq!((a.iodepth, a.iodepth_batch, a.iodepth_batch_complete_min), (16, 4, 2));
+    assert_eq!(
+        (a.iodepth, a.iodepth_batch, a.iodepth_batch_complete_min),
+        (16, 4, 2)
+    );
     assert!(a.direct);
-    let reap = a.options.iter().find(|o| o.name == "userspace_reap").unwrap();
+    let reap = a
+        .options
+        .iter()
+        .find(|o| o.name == "userspace_reap")
+        .unwrap();
     assert_eq!(reap.engine.as_deref(), Some("libaio"));
     assert_eq!(reap.value, None);
     assert_eq!(a.option("cmdprio_percentage"), Some(Some("10")));
@@ -138,7 +175,10 @@ fn misc_options() {
     let m = &jf.jobs[0];
     assert_eq!(m.name, "renamed");
     assert_eq!(m.section, "m1");
-    assert_eq!(m.description.as_deref(), Some("A job with \"many\" options"));
+    assert_eq!(
+        m.description.as_deref(),
+        Some("A job with \"many\" options")
+    );
     assert_eq!(m.kb_base, 1000);
     assert_eq!(m.unit_base, 8);
     assert_eq!(m.filesize, Some((1_000_000, 1_000_000)));
@@ -146,14 +186,23 @@ fn misc_options() {
     assert_eq!(m.size, Some(Amount::Percent(20)));
     assert_eq!(m.offset, Amount::Percent(10));
     assert_eq!(m.offset_increment, Amount::Bytes(1_000_000));
-    assert_eq!(m.files, vec!["/tmp/a:b//dev/shm/x:y", "/tmp/a:b//dev/shm/z"]);
+    assert_eq!(
+        m.files,
+        vec!["/tmp/a:b//dev/shm/x:y", "/tmp/a:b//dev/shm/z"]
+    );
     assert_eq!(m.nrfiles, 2);
     assert_eq!((m.fsync, m.fdatasync), (32, 16));
     assert_eq!(m.sync, SyncMode::Dsync);
     assert!(m.overwrite && !m.invalidate && !m.randrepeat);
     assert_eq!(m.randseed, Some(1234));
     assert_eq!(m.random_generator, RandomGenerator::Lfsr);
-    assert_eq!(m.random_distribution, RandomDistribution::Zipf { theta: 1.2, center: -1.0 });
+    assert_eq!(
+        m.random_distribution,
+        RandomDistribution::Zipf {
+            theta: 1.2,
+            center: -1.0
+        }
+    );
     assert!(m.norandommap);
     assert_eq!((m.prio, m.prioclass, m.nice), (Some(4), Some(2), -5));
     assert_eq!(m.cpus_allowed.as_deref(), Some("0-1"));
@@ -177,7 +226,10 @@ fn misc_options() {
     assert_eq!(m2.wait_for.as_deref(), Some("renamed"));
     assert_eq!(m2.verify.as_deref(), Some("crc32c"));
     assert_eq!(m2.read_iolog.as_deref(), Some("/tmp/replay.log"));
-    assert_eq!((m2.rate_iops.read, m2.rate_iops.write, m2.rate_iops.trim), (100, 200, 200));
+    assert_eq!(
+        (m2.rate_iops.read, m2.rate_iops.write, m2.rate_iops.trim),
+        (100, 200, 200)
+    );
     let RandomDistribution::Zoned(z) = &m2.random_distribution else {
         panic!("{:?}", m2.random_distribution)
     };
@@ -226,10 +278,21 @@ fn includes_and_comments() {
 #[test]
 fn sections_named_like_global() {
     let jf = parse_job_file("valid/sections.fio", &common::test_env()).unwrap();
-    let kinds: Vec<(&str, bool)> = jf.sections.iter().map(|s| (s.name.as_str(), s.global)).collect();
+    let kinds: Vec<(&str, bool)> = jf
+        .sections
+        .iter()
+        .map(|s| (s.name.as_str(), s.global))
+        .collect();
     assert_eq!(
         kinds,
-        vec![("global-ish", true), ("my job", false), ("x", false), ("y", false), ("globalx", true), ("last", false)]
+        vec![
+            ("global-ish", true),
+            ("my job", false),
+            ("x", false),
+            ("y", false),
+            ("globalx", true),
+            ("last", false)
+        ]
     );
     assert_eq!(jf.jobs.last().unwrap().iodepth, 4);
     assert_eq!(jf.jobs[0].iodepth, 1);
@@ -239,12 +302,21 @@ fn sections_named_like_global() {
 fn virtual_file_system_includes() {
     let mut env = ParseEnv::default();
     let mut files = std::collections::BTreeMap::new();
-    files.insert(std::path::PathBuf::from("./jobs/main.fio"), b"[j]\ninclude common.inc\n".to_vec());
-    files.insert(std::path::PathBuf::from("./jobs/common.inc"), b"bs=64k\n".to_vec());
+    files.insert(
+        std::path::PathBuf::from("./jobs/main.fio"),
+        b"[j]\ninclude common.inc\n".to_vec(),
+    );
+    files.insert(
+        std::path::PathBuf::from("./jobs/common.inc"),
+        b"bs=64k\n".to_vec(),
+    );
     env.files = Some(files);
     let jf = parse_job_file("jobs/main.fio", &env).unwrap();
     assert_eq!(jf.jobs[0].bs.read, 65536);
-    assert_eq!(jf.jobs[0].options[0].file, std::path::PathBuf::from("jobs/common.inc"));
+    assert_eq!(
+        jf.jobs[0].options[0].file,
+        std::path::PathBuf::from("jobs/common.inc")
+    );
 }
 
 #[test]
@@ -257,29 +329,140 @@ fn option_table_is_declared_once() {
     let rw = options::find_option("readwrite").unwrap();
     assert_eq!(rw.value_type(), ValueType::Enum);
     assert!(rw.values.iter().any(|(v, _)| *v == "randtrimwrite"));
-    assert_eq!(options::find_option("runtime").unwrap().value_type(), ValueType::Time);
-    assert_eq!(options::find_option("thinktime").unwrap().value_type(), ValueType::Time);
-    assert_eq!(options::find_option("time_based").unwrap().value_type(), ValueType::Bool);
-    assert_eq!(options::find_option("bsrange").unwrap().value_type(), ValueType::Range);
-    assert_eq!(options::find_option("filename").unwrap().value_type(), ValueType::String);
+    assert_eq!(
+        options::find_option("runtime").unwrap().value_type(),
+        ValueType::Time
+    );
+    assert_eq!(
+        options::find_option("thinktime").unwrap().value_type(),
+        ValueType::Time
+    );
+    assert_eq!(
+        options::find_option("time_based").unwrap().value_type(),
+        ValueType::Bool
+    );
+    assert_eq!(
+        options::find_option("bsrange").unwrap().value_type(),
+        ValueType::Range
+    );
+    assert_eq!(
+        options::find_option("filename").unwrap().value_type(),
+        ValueType::String
+    );
     for name in [
-        "name", "description", "filename", "directory", "size", "filesize", "io_size", "offset",
-        "nrfiles", "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bsrange",
-        "ba", "blockalign", "ioengine", "iodepth", "iodepth_batch", "iodepth_batch_submit",
-        "iodepth_batch_complete", "iodepth_batch_complete_min", "iodepth_batch_complete_max",
-        "direct", "buffered", "numjobs", "runtime", "time_based", "ramp_time", "startdelay",
-        "thread", "group_reporting", "stonewall", "wait_for_previous", "new_group", "fsync",
-        "fdatasync", "end_fsync", "fsync_on_close", "sync", "create_on_open", "overwrite",
-        "invalidate", "randrepeat", "randseed", "norandommap", "random_generator",
-        "random_distribution", "kb_base", "unit_base", "thinktime", "rate", "rate_iops", "prio",
-        "prioclass", "nice", "cpus_allowed", "write_iolog", "read_iolog", "exitall", "loops",
-        "zero_buffers", "refill_buffers", "fallocate", "unlink", "lat_percentiles",
-        "clat_percentiles", "percentile_list", "write_bw_log", "write_lat_log", "log_avg_msec",
-        "per_job_logs", "allow_file_create", "file_service_type", "scramble_buffers", "verify",
-        "gtod_reduce", "disable_lat",
+        "name",
+        "description",
+        "filename",
+        "directory",
+        "size",
+        "filesize",
+        "io_size",
+        "offset",
+        "nrfiles",
+        "rw",
+        "readwrite",
+        "rwmixread",
+        "rwmixwrite",
+        "bs",
+        "blocksize",
+        "bsrange",
+        "ba",
+        "blockalign",
+        "ioengine",
+        "iodepth",
+        "iodepth_batch",
+        "iodepth_batch_submit",
+        "iodepth_batch_complete",
+        "iodepth_batch_complete_min",
+        "iodepth_batch_complete_max",
+        "direct",
+        "buffered",
+        "numjobs",
+        "runtime",
+        "time_based",
+        "ramp_time",
+        "startdelay",
+        "thread",
+        "group_reporting",
+        "stonewall",
+        "wait_for_previous",
+        "new_group",
+        "fsync",
+        "fdatasync",
+        "end_fsync",
+        "fsync_on_close",
+        "sync",
+        "create_on_open",
+        "overwrite",
+        "invalidate",
+        "randrepeat",
+        "randseed",
+        "norandommap",
+        "random_generator",
+        "random_distribution",
+        "kb_base",
+        "unit_base",
+        "thinktime",
+        "rate",
+        "rate_iops",
+        "prio",
+        "prioclass",
+        "nice",
+        "cpus_allowed",
+        "write_iolog",
+        "read_iolog",
+        "exitall",
+        "loops",
+        "zero_buffers",
+        "refill_buffers",
+        "fallocate",
+        "unlink",
+        "lat_percentiles",
+        "clat_percentiles",
+        "percentile_list",
+        "write_bw_log",
+        "write_lat_log",
+        "log_avg_msec",
+        "per_job_logs",
+        "allow_file_create",
+        "file_service_type",
+        "scramble_buffers",
+        "verify",
+        "gtod_reduce",
+        "disable_lat",
     ] {
         let o = options::find_option(name).unwrap_or_else(|| panic!("{name}"));
         assert!(!o.help.is_empty(), "{name}");
     }
     assert!(options::CORE_OPTIONS.len() > 200);
+}
+
+#[test]
+fn include_loops_are_errors() {
+    let mut env = ParseEnv::default();
+    let mut files = std::collections::BTreeMap::new();
+    files.insert(
+        std::path::PathBuf::from("./main.fio"),
+        b"[j]\ninclude a.inc\n".to_vec(),
+    );
+    files.insert(
+        std::path::PathBuf::from("./a.inc"),
+        b"include b.inc\n".to_vec(),
+    );
+    files.insert(
+        std::path::PathBuf::from("./b.inc"),
+        b"include a.inc\n".to_vec(),
+    );
+    env.files = Some(files);
+    let e = parse_job_file("main.fio", &env).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::IncludeDepth);
+}
+
+#[test]
+fn fio_lookalike_section_header_quirks() {
+    // fio drops the last character of the header whatever it is, and cuts comments
+    // first: "[job;1]" names the job "jo".
+    let jf = parse_job_str("[job;1]\n[x] ; c\n", "q.fio", &ParseEnv::default()).unwrap();
+    let names: Vec<&str> = jf.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["jo", "x"]);
 }

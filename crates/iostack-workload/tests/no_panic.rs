@@ -29,12 +29,69 @@ impl Rng {
 }
 
 const PIECES: &[&str] = &[
-    "[", "]", "[global]", "[job]", "=", ";", "#", "\n", "\r\n", ",", ":", "-", "/", "%", " ",
-    "\t", "${", "}", "${X}", "$pagesize", "$mb_memory", "$ncpus", "*", "+", "(", ")", "0x",
-    "include ", "include", "4k", "1m", "kib", "z", "999999999999999999999", "-1", "0", "1", ".",
-    "\0", "\u{7f}", "é", "\u{fffd}", "randread:4", "zipf:1.2", "zoned:50/10:50/", "10%", "bs",
-    "rw", "size", "ioengine", "libaio", "io_uring", "userspace_reap", "bssplit", "4k/50:8k/",
-    "time_based", "runtime", "1h", "ms", "name", "filename", "a\\:b", "description",
+    "[",
+    "]",
+    "[global]",
+    "[job]",
+    "=",
+    ";",
+    "#",
+    "\n",
+    "\r\n",
+    ",",
+    ":",
+    "-",
+    "/",
+    "%",
+    " ",
+    "\t",
+    "${",
+    "}",
+    "${X}",
+    "$pagesize",
+    "$mb_memory",
+    "$ncpus",
+    "*",
+    "+",
+    "(",
+    ")",
+    "0x",
+    "include ",
+    "include",
+    "4k",
+    "1m",
+    "kib",
+    "z",
+    "999999999999999999999",
+    "-1",
+    "0",
+    "1",
+    ".",
+    "\0",
+    "\u{7f}",
+    "é",
+    "\u{fffd}",
+    "randread:4",
+    "zipf:1.2",
+    "zoned:50/10:50/",
+    "10%",
+    "bs",
+    "rw",
+    "size",
+    "ioengine",
+    "libaio",
+    "io_uring",
+    "userspace_reap",
+    "bssplit",
+    "4k/50:8k/",
+    "time_based",
+    "runtime",
+    "1h",
+    "ms",
+    "name",
+    "filename",
+    "a\\:b",
+    "description",
 ];
 
 fn env() -> ParseEnv {
@@ -100,15 +157,57 @@ fn random_bytes_never_panic() {
 fn every_option_with_odd_values_never_panics() {
     let env = env();
     let values = [
-        "", "0", "1", "-1", "4k", "4q", "1-2", "1:2", "1,2,3,4", ",", ",,", "-", ":", "10%",
-        "200%", "5z", "z", "0x", "0xffffffffffffffffff", "18446744073709551616", "1.5",
-        "nan", "inf", "-0", "a:b:c", "zoned:", "zoned:x/y", "zipf:", "zipf:0:2", "1ms", "1xyz",
-        "   ", "\u{fffd}", "${X}", "$pagesize*$ncpus", "9223372036854775807k", "4k/", "/",
-        "4k/101:8k/", "read,write", "wait_before,write:x", "iops:", "bw:1m", "E2BIG:EIO,5",
+        "",
+        "0",
+        "1",
+        "-1",
+        "4k",
+        "4q",
+        "1-2",
+        "1:2",
+        "1,2,3,4",
+        ",",
+        ",,",
+        "-",
+        ":",
+        "10%",
+        "200%",
+        "5z",
+        "z",
+        "0x",
+        "0xffffffffffffffffff",
+        "18446744073709551616",
+        "1.5",
+        "nan",
+        "inf",
+        "-0",
+        "a:b:c",
+        "zoned:",
+        "zoned:x/y",
+        "zipf:",
+        "zipf:0:2",
+        "1ms",
+        "1xyz",
+        "   ",
+        "\u{fffd}",
+        "${X}",
+        "$pagesize*$ncpus",
+        "9223372036854775807k",
+        "4k/",
+        "/",
+        "4k/101:8k/",
+        "read,write",
+        "wait_before,write:x",
+        "iops:",
+        "bw:1m",
+        "E2BIG:EIO,5",
     ];
     for o in options::all_options().chain(options::ENGINE_OPTIONS.iter()) {
         for v in values {
-            let t = format!("[global]\nioengine=io_uring\n[j]\n{}={v}\n{}\n", o.name, o.name);
+            let t = format!(
+                "[global]\nioengine=io_uring\n[j]\n{}={v}\n{}\n",
+                o.name, o.name
+            );
             let _ = parse_job_bytes(t.as_bytes(), "opt.fio", &env);
         }
     }
@@ -164,12 +263,31 @@ fn numbers_never_panic() {
 fn dd_never_panics() {
     let mut rng = Rng(1234);
     let names = [
-        "if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek", "iseek", "oseek",
-        "iflag", "oflag", "conv", "status", "x", "",
+        "if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek", "iseek", "oseek", "iflag",
+        "oflag", "conv", "status", "x", "",
     ];
     let vals = [
-        "", "1", "0", "2x512", "xx", "1B", "1Bx2B", "B", "K", "1KiB", "99999999999999999999",
-        "1E", "1Y", "direct,sync", ",", "fsync,notrunc", "none", "-1", "1x", "x", "0x0",
+        "",
+        "1",
+        "0",
+        "2x512",
+        "xx",
+        "1B",
+        "1Bx2B",
+        "B",
+        "K",
+        "1KiB",
+        "99999999999999999999",
+        "1E",
+        "1Y",
+        "direct,sync",
+        ",",
+        "fsync,notrunc",
+        "none",
+        "-1",
+        "1x",
+        "x",
+        "0x0",
     ];
     for _ in 0..20_000 {
         let n = rng.below(6);
@@ -177,7 +295,9 @@ fn dd_never_panics() {
             .map(|_| match rng.below(4) {
                 0 => {
                     let len = rng.below(12);
-                    (0..len).map(|_| (rng.next() % 96 + 32) as u8 as char).collect()
+                    (0..len)
+                        .map(|_| (rng.next() % 96 + 32) as u8 as char)
+                        .collect()
                 }
                 _ => format!("{}={}", rng.pick(&names), rng.pick(&vals)),
             })

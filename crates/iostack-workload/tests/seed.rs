@@ -19,7 +19,10 @@ fn seed000_parses() {
         .collect();
     assert_eq!(
         globals,
-        vec![("directory", Some("/mnt/sdc/fio/"), 2), ("runtime", Some("10"), 3)]
+        vec![
+            ("directory", Some("/mnt/sdc/fio/"), 2),
+            ("runtime", Some("10"), 3)
+        ]
     );
 
     assert_eq!(jf.jobs.len(), 2);
@@ -46,7 +49,11 @@ fn seed000_parses() {
         .collect();
     assert_eq!(
         own,
-        vec![("rw", Some("write"), 6), ("size", Some("4G"), 7), ("direct", Some("1"), 8)]
+        vec![
+            ("rw", Some("write"), 6),
+            ("size", Some("4G"), 7),
+            ("direct", Some("1"), 8)
+        ]
     );
     assert!(w.options.iter().all(|o| o.file.ends_with("seed000.fio")));
 

@@ -59,7 +59,10 @@ fn measured_suffix_table() {
         let got = size_of(kb, v);
         match want {
             Some(w) => assert_eq!(got, Ok(w), "kb_base={kb} size={v}"),
-            None => assert!(got.is_err(), "kb_base={kb} size={v} should fail, got {got:?}"),
+            None => assert!(
+                got.is_err(),
+                "kb_base={kb} size={v} should fail, got {got:?}"
+            ),
         }
     }
 }
@@ -69,13 +72,35 @@ fn measured_suffix_table() {
 fn suffix_table_all_powers() {
     for (i, s) in ["k", "m", "g", "t", "p"].iter().enumerate() {
         let pow = i as u32 + 1;
-        for form in [s.to_string(), format!("{s}b"), format!("{s}i"), s.to_uppercase(), format!("{}B", s.to_uppercase())] {
-            assert_eq!(size_multiplier(&form, 1024), Some(1024u64.pow(pow)), "{form}");
-            assert_eq!(size_multiplier(&form, 1000), Some(1000u64.pow(pow)), "{form}");
+        for form in [
+            s.to_string(),
+            format!("{s}b"),
+            format!("{s}i"),
+            s.to_uppercase(),
+            format!("{}B", s.to_uppercase()),
+        ] {
+            assert_eq!(
+                size_multiplier(&form, 1024),
+                Some(1024u64.pow(pow)),
+                "{form}"
+            );
+            assert_eq!(
+                size_multiplier(&form, 1000),
+                Some(1000u64.pow(pow)),
+                "{form}"
+            );
         }
         for form in [format!("{s}ib"), format!("{}iB", s.to_uppercase())] {
-            assert_eq!(size_multiplier(&form, 1024), Some(1000u64.pow(pow)), "{form}");
-            assert_eq!(size_multiplier(&form, 1000), Some(1024u64.pow(pow)), "{form}");
+            assert_eq!(
+                size_multiplier(&form, 1024),
+                Some(1000u64.pow(pow)),
+                "{form}"
+            );
+            assert_eq!(
+                size_multiplier(&form, 1000),
+                Some(1024u64.pow(pow)),
+                "{form}"
+            );
         }
     }
     assert_eq!(size_multiplier("b", 1024), Some(1));
@@ -92,11 +117,21 @@ fn suffix_table_all_powers() {
 #[test]
 fn kb_base_applies_before_sizes_in_the_same_section() {
     // kb_base has priority 1: fio applies it first even when written last.
-    let jf = parse_job_str("[j]\nsize=4k\nkb_base=1000\n", "x.fio", &ParseEnv::default()).unwrap();
+    let jf = parse_job_str(
+        "[j]\nsize=4k\nkb_base=1000\n",
+        "x.fio",
+        &ParseEnv::default(),
+    )
+    .unwrap();
     assert_eq!(jf.jobs[0].size, Some(Amount::Bytes(4000)));
     assert_eq!(jf.jobs[0].kb_base, 1000);
     // ...and a global kb_base applies to the jobs below it.
-    let jf = parse_job_str("[global]\nkb_base=1000\n[j]\nbs=4k\n", "x.fio", &ParseEnv::default()).unwrap();
+    let jf = parse_job_str(
+        "[global]\nkb_base=1000\n[j]\nbs=4k\n",
+        "x.fio",
+        &ParseEnv::default(),
+    )
+    .unwrap();
     assert_eq!(jf.jobs[0].bs.read, 4000);
 }
 
@@ -128,7 +163,10 @@ fn time_units() {
     let j = &jf.jobs[0];
     assert_eq!(j.runtime_ns, 2_000_000_000);
     assert_eq!(j.ramp_time_ns, 500_000_000);
-    assert_eq!((j.startdelay_ns, j.startdelay_high_ns), (1_000_000_000, 3_000_000_000));
+    assert_eq!(
+        (j.startdelay_ns, j.startdelay_high_ns),
+        (1_000_000_000, 3_000_000_000)
+    );
     assert_eq!(j.thinktime_ns, 10_000);
     assert_eq!(j.thinktime_spin_ns, 1_000_000);
 }
@@ -138,18 +176,31 @@ fn parsing_checks_sample() {
     // g.fio: globals printed first, without --name=global.
     let g = "; c\n[global]\nrw=randread\nsize=128m\n[job1]\n[job2]\n";
     let jf = parse_job_str(g, "g.fio", &ParseEnv::default()).unwrap();
-    assert_eq!(jf.showcmd(), "fio --rw=randread --size=128m --name=job1 --name=job2 \n");
+    assert_eq!(
+        jf.showcmd(),
+        "fio --rw=randread --size=128m --name=job1 --name=job2 \n"
+    );
     assert_eq!(jf.jobs.len(), 2);
-    assert!(jf.jobs.iter().all(|j| j.size == Some(Amount::Bytes(128 << 20))));
+    assert!(jf
+        .jobs
+        .iter()
+        .all(|j| j.size == Some(Amount::Bytes(128 << 20))));
 
     // env.fio: ${NODIR} unset -> "" -> directory= is rejected.
     let env_fio = "[global]\nsize=${SIZE}\ndirectory=${NODIR}\n[j1]\nrw=write:4k\nbs=${BS}\n";
-    let env = ParseEnv::default().with_var("SIZE", "64m").with_var("BS", "8k");
+    let env = ParseEnv::default()
+        .with_var("SIZE", "64m")
+        .with_var("BS", "8k");
     let e = parse_job_str(env_fio, "env.fio", &env).unwrap_err();
     assert_eq!((e.line, e.option.as_deref()), (3, Some("directory")));
 
     // env2.fio: an unset variable in the middle of a value just disappears.
-    let jf = parse_job_str("[global]\ndirectory=${NODIR}/tmp\n[j1]\nsize=1m\n", "env2.fio", &ParseEnv::default()).unwrap();
+    let jf = parse_job_str(
+        "[global]\ndirectory=${NODIR}/tmp\n[j1]\nsize=1m\n",
+        "env2.fio",
+        &ParseEnv::default(),
+    )
+    .unwrap();
     assert_eq!(jf.jobs[0].directory.as_deref(), Some("/tmp"));
     assert_eq!(jf.global_options[0].value.as_deref(), Some("${NODIR}/tmp"));
     assert_eq!(jf.global_options[0].expanded.as_deref(), Some("/tmp"));
@@ -190,9 +241,15 @@ fn keyword_math_uses_the_environment() {
     assert_eq!(j.bs.read, 65536);
     assert_eq!(j.numjobs, 3);
     // Written values are kept, expanded values are what fio prints.
-    assert_eq!(j.options[0].value.as_deref(), Some("5*1024*1024*$mb_memory/8"));
+    assert_eq!(
+        j.options[0].value.as_deref(),
+        Some("5*1024*1024*$mb_memory/8")
+    );
     assert_eq!(j.options[0].expanded.as_deref(), Some("5242880"));
-    assert_eq!(jf.showcmd().trim(), "fio --name=j --size=5242880 --bs=65536 --numjobs=3");
+    assert_eq!(
+        jf.showcmd().trim(),
+        "fio --name=j --size=5242880 --bs=65536 --numjobs=3"
+    );
 }
 
 #[test]

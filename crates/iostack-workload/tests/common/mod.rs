@@ -10,7 +10,9 @@ pub const FIO: &str = "/usr/bin/fio";
 
 /// `tests/data`.
 pub fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
 }
 
 /// The variables the job files under `tests/data` use. `NODIR` is deliberately
