@@ -423,7 +423,7 @@ impl RequestQueue {
 
     /// `queue_should_plug`: not for non-rotational queues that queue commands.
     fn queue_should_plug(&self) -> bool {
-        !(!self.dev.rotational() && self.dev.queue_depth() > 1)
+        self.dev.rotational() || self.dev.queue_depth() <= 1
     }
 
     /// `elv_queue_empty`.

@@ -102,7 +102,10 @@ fn layouts(p: &Parsed) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
         let bad = |why: &str| format!("--layout {l}: {why} (expected PATH=SIZE[@BLOCK])");
         let (path, rest) = l.split_once('=').ok_or_else(|| bad("no '='"))?;
         let (size, goal) = match rest.split_once('@') {
-            Some((s, b)) => (s, Some(b.parse::<u64>().map_err(|_| bad("bad block number"))?)),
+            Some((s, b)) => (
+                s,
+                Some(b.parse::<u64>().map_err(|_| bad("bad block number"))?),
+            ),
             None => (rest, None),
         };
         let size = iostack_sim::frontend::parse_size(size).map_err(|e| bad(&e))?;
@@ -267,7 +270,9 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     if p.has("blktrace") {
         sim.attach(Box::new(BlktraceWriter::for_device(disk)));
     }
-    let blkparse_name = p.has("blkparse").then(|| p.get("blktrace").unwrap_or("iostack"));
+    let blkparse_name = p
+        .has("blkparse")
+        .then(|| p.get("blktrace").unwrap_or("iostack"));
     crate::sinks::attach_text(&mut sim, p.has("ftrace"), blkparse_name);
     let (result, mut sinks, observer) = sim.run_observed();
     if let Some(prefix) = p.get("blktrace") {

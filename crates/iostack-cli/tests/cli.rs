@@ -18,25 +18,50 @@ fn iostack(args: &[&str]) -> (bool, String, String) {
 }
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/golden")
+        .join(name);
     if std::env::var("IOSTACK_BLESS").as_deref() == Ok("1") {
         std::fs::write(&path, actual).unwrap();
     }
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|_| panic!("{} missing; run with IOSTACK_BLESS=1", path.display()));
-    assert_eq!(actual, want, "golden {name} differs (IOSTACK_BLESS=1 rewrites it)");
+    assert_eq!(
+        actual, want,
+        "golden {name} differs (IOSTACK_BLESS=1 rewrites it)"
+    );
 }
 
 #[test]
 fn fio_reports_are_golden_and_deterministic() {
     let job = "tests/data/golden/qd4-null.fio";
-    for (fmt, file) in [("normal", "qd4-null.normal"), ("json", "qd4-null.json"), ("old", "qd4-null.old")] {
-        let (ok, out, err) =
-            iostack(&["run", job, "--machine", "null", "--sched", "noop", "--output-format", fmt]);
+    for (fmt, file) in [
+        ("normal", "qd4-null.normal"),
+        ("json", "qd4-null.json"),
+        ("old", "qd4-null.old"),
+    ] {
+        let (ok, out, err) = iostack(&[
+            "run",
+            job,
+            "--machine",
+            "null",
+            "--sched",
+            "noop",
+            "--output-format",
+            fmt,
+        ]);
         assert!(ok, "{err}");
         golden(file, &out);
-        let (_, again, _) =
-            iostack(&["run", job, "--machine", "null", "--sched", "noop", "--output-format", fmt]);
+        let (_, again, _) = iostack(&[
+            "run",
+            job,
+            "--machine",
+            "null",
+            "--sched",
+            "noop",
+            "--output-format",
+            fmt,
+        ]);
         assert_eq!(out, again, "same inputs, same bytes");
     }
     let (_, other_seed, _) = iostack(&["run", job, "--machine", "null", "--seed", "2"]);
@@ -49,14 +74,35 @@ fn tunables_lists_values_and_units() {
     assert!(ok, "{err}");
     assert!(out.contains("queue/scheduler"), "{out}");
     assert!(out.contains("noop [deadline]"), "{out}");
-    let line = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or("").to_string();
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or("")
+            .to_string()
+    };
     assert!(line("queue/nr_requests").contains(" 128 "), "{out}");
-    assert!(line("iosched/deadline/read_expire").contains("500"), "{out}");
-    assert!(line("iosched/deadline/read_expire").ends_with("ms"), "{out}");
+    assert!(
+        line("iosched/deadline/read_expire").contains("500"),
+        "{out}"
+    );
+    assert!(
+        line("iosched/deadline/read_expire").ends_with("ms"),
+        "{out}"
+    );
     assert!(line("dio/boundary").contains("per-chunk"), "{out}");
-    let (_, out310, _) = iostack(&["tunables", "--kernel", "3.10", "--set", "queue/nr_requests=64"]);
-    assert!(out310.lines().any(|l| l.starts_with("dio/boundary") && l.contains("last-chunk")));
-    assert!(out310.lines().any(|l| l.starts_with("queue/nr_requests") && l.contains(" 64 ")));
+    let (_, out310, _) = iostack(&[
+        "tunables",
+        "--kernel",
+        "3.10",
+        "--set",
+        "queue/nr_requests=64",
+    ]);
+    assert!(out310
+        .lines()
+        .any(|l| l.starts_with("dio/boundary") && l.contains("last-chunk")));
+    assert!(out310
+        .lines()
+        .any(|l| l.starts_with("queue/nr_requests") && l.contains(" 64 ")));
 }
 
 #[test]
@@ -73,7 +119,10 @@ fn bad_input_is_a_clear_error() {
     std::fs::write(&job, "[j]\nrw=read\nsize=4m\ndirect=0\n").unwrap();
     let (ok, _, err) = iostack(&["run", job.to_str().unwrap()]);
     assert!(!ok);
-    assert!(err.contains("bad.fio:1: job 'j'") && err.contains("direct=0"), "{err}");
+    assert!(
+        err.contains("bad.fio:1: job 'j'") && err.contains("direct=0"),
+        "{err}"
+    );
 
     let m = dir.join("m.txt");
     std::fs::write(&m, "base = null\ncpus = many\n").unwrap();
@@ -82,15 +131,51 @@ fn bad_input_is_a_clear_error() {
     assert!(err.contains("m.txt:2: key 'cpus'"), "{err}");
 
     for (args, needle) in [
-        (vec!["tunables", "--set", "queue/nr_requests=2"], "out of range 4..=1048576"),
-        (vec!["tunables", "--set", "nr_requests=64"], "did you mean 'queue/nr_requests'"),
-        (vec!["tunables", "--kernel", "2.6.99"], "unknown kernel profile '2.6.99'"),
-        (vec!["tunables", "--sched", "cfqq"], "unknown I/O scheduler 'cfqq'"),
+        (
+            vec!["tunables", "--set", "queue/nr_requests=2"],
+            "out of range 4..=1048576",
+        ),
+        (
+            vec!["tunables", "--set", "nr_requests=64"],
+            "did you mean 'queue/nr_requests'",
+        ),
+        (
+            vec!["tunables", "--kernel", "2.6.99"],
+            "unknown kernel profile '2.6.99'",
+        ),
+        (
+            vec!["tunables", "--sched", "cfqq"],
+            "unknown I/O scheduler 'cfqq'",
+        ),
         (vec!["tunables", "--bogus"], "unknown option '--bogus'"),
-        (vec!["reproduce", "seed-999"], "no experiment named 'seed-999'"),
-        (vec!["dd", "if=/mnt/test/x", "of=/dev/null", "bs=64k"], "without iflag=direct"),
-        (vec!["dd", "if=/mnt/test/x", "of=/dev/null", "iflag=direct", "bs=64q"], "invalid number: '64q'"),
-        (vec!["dd", "if=/mnt/test/x", "of=/dev/null", "iflag=direct", "bs=4k"], "No such file"),
+        (
+            vec!["reproduce", "seed-999"],
+            "no experiment named 'seed-999'",
+        ),
+        (
+            vec!["dd", "if=/mnt/test/x", "of=/dev/null", "bs=64k"],
+            "without iflag=direct",
+        ),
+        (
+            vec![
+                "dd",
+                "if=/mnt/test/x",
+                "of=/dev/null",
+                "iflag=direct",
+                "bs=64q",
+            ],
+            "invalid number: '64q'",
+        ),
+        (
+            vec![
+                "dd",
+                "if=/mnt/test/x",
+                "of=/dev/null",
+                "iflag=direct",
+                "bs=4k",
+            ],
+            "No such file",
+        ),
         (vec!["run", "/nonexistent.fio"], "/nonexistent.fio"),
     ] {
         let (ok, _, err) = iostack(&args);

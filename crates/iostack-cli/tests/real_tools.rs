@@ -32,7 +32,11 @@ fn iostack(dir: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -40,7 +44,11 @@ fn judge(dir: &Path) {
     let (Some(blkparse), Some(btt)) = (tool("blkparse"), tool("btt")) else {
         return;
     };
-    let real = Command::new(&blkparse).current_dir(dir).args(["-i", "t"]).output().unwrap();
+    let real = Command::new(&blkparse)
+        .current_dir(dir)
+        .args(["-i", "t"])
+        .output()
+        .unwrap();
     assert!(real.status.success());
     let ours = std::fs::read_to_string(dir.join("t.txt")).unwrap();
     assert_eq!(String::from_utf8(real.stdout).unwrap(), ours);
@@ -50,9 +58,17 @@ fn judge(dir: &Path) {
         .output()
         .unwrap();
     assert!(dump.status.success());
-    let b = Command::new(&btt).current_dir(dir).args(["-i", "t.bin"]).output().unwrap();
+    let b = Command::new(&btt)
+        .current_dir(dir)
+        .args(["-i", "t.bin"])
+        .output()
+        .unwrap();
     assert!(b.status.success());
-    assert!(b.stderr.is_empty(), "btt: {}", String::from_utf8_lossy(&b.stderr));
+    assert!(
+        b.stderr.is_empty(),
+        "btt: {}",
+        String::from_utf8_lossy(&b.stderr)
+    );
     let text = String::from_utf8(b.stdout).unwrap();
     assert!(text.contains("Q2C"), "{text}");
 }
@@ -98,7 +114,18 @@ fn fio_hdd_trace_is_read_by_blkparse_and_btt() {
     .unwrap();
     let out = iostack(
         &d,
-        &["run", "j.fio", "--machine", "sata-2009", "--sched", "deadline", "--blktrace", "t", "--blkparse", "t.txt"],
+        &[
+            "run",
+            "j.fio",
+            "--machine",
+            "sata-2009",
+            "--sched",
+            "deadline",
+            "--blktrace",
+            "t",
+            "--blkparse",
+            "t.txt",
+        ],
     );
     assert!(out.contains("Run status group 0 (all jobs):"), "{out}");
     judge(&d);

@@ -132,34 +132,32 @@ impl Ext2 {
     /// level, and `blocks_to_boundary`.
     pub fn block_to_path(&self, lblk: u64) -> Result<(usize, [u64; 4], u64), FsError> {
         let ptrs = 1u64 << self.ptrs_bits;
-        let mut i = lblk;
         let mut off = [0u64; 4];
-        let (depth, fin) = if i < EXT2_NDIR_BLOCKS {
-            off[0] = i;
-            (1, EXT2_NDIR_BLOCKS)
-        } else if {
-            i -= EXT2_NDIR_BLOCKS;
-            i < ptrs
-        } {
-            off[1] = i;
-            (2, ptrs)
-        } else if {
-            i -= ptrs;
-            i < ptrs * ptrs
-        } {
-            off[1] = i >> self.ptrs_bits;
-            off[2] = i & (ptrs - 1);
-            (3, ptrs)
-        } else if {
-            i -= ptrs * ptrs;
-            i < ptrs * ptrs * ptrs
-        } {
-            off[1] = i >> (2 * self.ptrs_bits);
-            off[2] = (i >> self.ptrs_bits) & (ptrs - 1);
-            off[3] = i & (ptrs - 1);
-            (4, ptrs)
-        } else {
-            return Err(FsError::TooLarge(lblk * self.p.block_size as u64));
+        // Walk the tiers as ext3_block_to_path does, subtracting each tier's size.
+        let ind = lblk.checked_sub(EXT2_NDIR_BLOCKS);
+        let dind = ind.and_then(|i| i.checked_sub(ptrs));
+        let tind = dind.and_then(|i| i.checked_sub(ptrs * ptrs));
+        let (depth, fin, i) = match (ind, dind, tind) {
+            (None, _, _) => {
+                off[0] = lblk;
+                (1, EXT2_NDIR_BLOCKS, lblk)
+            }
+            (Some(i), _, _) if i < ptrs => {
+                off[1] = i;
+                (2, ptrs, i)
+            }
+            (_, Some(i), _) if i < ptrs * ptrs => {
+                off[1] = i >> self.ptrs_bits;
+                off[2] = i & (ptrs - 1);
+                (3, ptrs, i)
+            }
+            (_, _, Some(i)) if i < ptrs * ptrs * ptrs => {
+                off[1] = i >> (2 * self.ptrs_bits);
+                off[2] = (i >> self.ptrs_bits) & (ptrs - 1);
+                off[3] = i & (ptrs - 1);
+                (4, ptrs, i)
+            }
+            _ => return Err(FsError::TooLarge(lblk * self.p.block_size as u64)),
         };
         let boundary = fin - 1 - (i & (ptrs - 1));
         Ok((depth, off, boundary))

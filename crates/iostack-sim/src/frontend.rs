@@ -122,10 +122,8 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
     }
     let bs = dd.ibs;
     let offset = dd.skip_offset();
-    let io_size = match dd.input_limit() {
-        Some(n) => n,
-        None => u64::MAX, // until end of file
-    };
+    // Without count=, until end of file.
+    let io_size = dd.input_limit().unwrap_or(u64::MAX);
     let target = target_of(&input, 0, m)?;
     Ok(vec![ProcSpec {
         comm: "dd".into(),

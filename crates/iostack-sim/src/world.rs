@@ -37,6 +37,13 @@ pub trait IoObserver: std::any::Any {
     fn io_done(&mut self, proc_index: usize, io: &IoEvent);
 }
 
+/// What a run hands back: results, the attached sinks, and the I/O observer.
+pub type RunOutput = (
+    RunResult,
+    Vec<Box<dyn TraceSink>>,
+    Option<Box<dyn IoObserver>>,
+);
+
 /// Everything a run depends on.
 #[derive(Clone)]
 pub struct SimConfig {
@@ -365,13 +372,7 @@ impl Simulation {
     }
 
     /// Run, and hand back the I/O observer too.
-    pub fn run_observed(
-        mut self,
-    ) -> (
-        RunResult,
-        Vec<Box<dyn TraceSink>>,
-        Option<Box<dyn IoObserver>>,
-    ) {
+    pub fn run_observed(mut self) -> RunOutput {
         self.start_ready_procs(Instant::ZERO);
         let limit = Instant::ZERO + self.cfg.time_limit;
         while let Some(s) = self.evq.pop() {

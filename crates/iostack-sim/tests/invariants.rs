@@ -181,7 +181,14 @@ fn random_map_covers_each_block_once_per_pass() {
     }
     let m = machine::preset("null").unwrap();
     let blocks = 1000u64; // not a multiple of 64
-    let j = Job { random: true, read_pct: 100, bs_kib: 4, iodepth: 4, on_file: false, ios: 2 * blocks };
+    let j = Job {
+        random: true,
+        read_pct: 100,
+        bs_kib: 4,
+        iodepth: 4,
+        on_file: false,
+        ios: 2 * blocks,
+    };
     let mut p = spec(1, &j, &m.disk_name);
     p.region = blocks * 4096;
     p.offset = 0;
@@ -201,6 +208,9 @@ fn random_map_covers_each_block_once_per_pass() {
     sim.run();
     let seen = seen.borrow();
     assert_eq!(seen.len() as u64, blocks);
-    assert!(seen.values().all(|&n| n == 2), "each block twice in two passes");
+    assert!(
+        seen.values().all(|&n| n == 2),
+        "each block twice in two passes"
+    );
     assert_eq!(*seen.keys().last().unwrap(), (blocks - 1) * 8);
 }

@@ -525,10 +525,10 @@ impl Hdd {
             let mut best: Option<(usize, u64)> = None;
             let mut low: Option<(usize, u64)> = None;
             for (i, &(a, _)) in self.dirty.iter().enumerate() {
-                if a >= self.last_end && best.map_or(true, |b: (usize, u64)| a < b.1) {
+                if a >= self.last_end && best.is_none_or(|b: (usize, u64)| a < b.1) {
                     best = Some((i, a));
                 }
-                if low.map_or(true, |b: (usize, u64)| a < b.1) {
+                if low.is_none_or(|b: (usize, u64)| a < b.1) {
                     low = Some((i, a));
                 }
             }
@@ -668,7 +668,7 @@ impl Hdd {
                 _ => continue,
             }
             if t - s.arrival.min(t) >= self.p.age_limit_ns
-                && oldest.map_or(true, |o| s.seq < self.slots[o].seq)
+                && oldest.is_none_or(|o| s.seq < self.slots[o].seq)
             {
                 oldest = Some(i);
             }
@@ -703,7 +703,7 @@ impl Hdd {
                         let delta = if s.a0 >= r { s.a0 - r } else { s.a0 + unit - r };
                         (go * rate + delta, Pick::Slot(i))
                     };
-                    if best.map_or(true, |b| (cost, s.seq) < (b.0, b.1)) {
+                    if best.is_none_or(|b| (cost, s.seq) < (b.0, b.1)) {
                         best = Some((cost, s.seq, pick));
                     }
                 }

@@ -536,7 +536,7 @@ pub fn closest_option(name: &str) -> Option<&'static str> {
                 continue;
             }
             let d = string_distance(name, cand);
-            if best.map_or(true, |(_, bd)| d < bd) {
+            if best.is_none_or(|(_, bd)| d < bd) {
                 best = Some((cand, d));
             }
         }
