@@ -35,6 +35,13 @@ pub const PRESETS: &[(&str, &str)] = &[
          279 us command overhead + 106 MB/s FICON transfer, one channel; calibrated \
          from the seed's two completion times",
     ),
+    (
+        "fc-array",
+        "enterprise array over one 4 Gb FC link (seed 003's NetApp, parameter set E): \
+         writes acknowledged from NVRAM, 300 us controller overhead + 400 MB/s link, 8 \
+         parallel back-end paths, TCQ 128. A fixed-latency stand-in until the array \
+         model with NVRAM consistency points exists",
+    ),
 ];
 
 const DEFAULT_LIMITS: HwLimits = HwLimits {
@@ -64,6 +71,15 @@ pub fn lookup(name: &str) -> Option<DeviceSpec> {
             channels: 1,
             queue_depth: 32,
             capacity_sectors: 4_807_520,
+            rotational: true,
+            limits: DEFAULT_LIMITS,
+        })),
+        "fc-array" => Some(DeviceSpec::Fixed(FixedParams {
+            overhead_ns: 300_000,
+            rate_bytes_per_s: 400_000_000,
+            channels: 8,
+            queue_depth: 128,
+            capacity_sectors: 1 << 31,
             rotational: true,
             limits: DEFAULT_LIMITS,
         })),

@@ -84,6 +84,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("null/noop/4k-randread-qd32", |b| {
         b.iter_batched(|| randread("null", "noop", IOS), run, BatchSize::LargeInput)
     });
+    g.throughput(Throughput::Elements(IOS / 10));
     g.bench_function("sata-2009/deadline/4k-randread-qd32", |b| {
         b.iter_batched(
             || randread("sata-2009", "deadline", IOS / 10),

@@ -94,6 +94,16 @@ pub const MACHINES: &[(&str, &str)] = &[
          sector 2048, 4 CPUs",
     ),
     (
+        "ide-2001",
+        "seed 004: Pentium II 450 with a 2001-era 5400 rpm IDE disk (ide-2001 preset) \
+         as hda, ext2 on hda1, 1 CPU",
+    ),
+    (
+        "fc-san",
+        "seed 003: a LUN of an enterprise array over one 4 Gb FC link (fc-array preset) \
+         as sdb, ext3 on sdb1, 4 CPUs",
+    ),
+    (
         "null",
         "null block device nullb0 (1 us per command, depth 256), ext2 on the whole disk, \
          2 CPUs",
@@ -152,6 +162,26 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
             Ok(m)
         }
         "sata-2009" => base(name, "sata-2009"),
+        "ide-2001" => {
+            let mut m = base(name, "ide-2001")?;
+            m.disk_name = "hda".into();
+            m.disk = DevT::new(3, 0);
+            m.partition = Some((1, 63));
+            m.fs = FsKind::Ext2;
+            m.cpus = 1;
+            m.cpu_syscall_ns = 5_000;
+            m.cpu_page_ns = 1_000;
+            m.cpu_bio_ns = 10_000;
+            m.cpu_wake_ns = 20_000;
+            Ok(m)
+        }
+        "fc-san" => {
+            let mut m = base(name, "fc-array")?;
+            m.disk_name = "sdb".into();
+            m.disk = DevT::new(8, 16);
+            m.partition = Some((17, 2048));
+            Ok(m)
+        }
         "null" => {
             let mut m = base(name, "null")?;
             m.disk_name = "nullb0".into();

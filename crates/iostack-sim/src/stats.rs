@@ -96,11 +96,9 @@ pub struct DirStats {
     pub bytes: u64,
     /// I/Os that transferred less than asked (end of file).
     pub short: u64,
-    pub slat: Lat,
+    /// Completion latency (fio's full slat/clat/lat statistics are kept by the
+    /// fio report's observer).
     pub clat: Lat,
-    pub lat: Lat,
-    /// Bytes completed per 500 ms window since the job started.
-    pub bw_windows: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -157,10 +155,7 @@ impl ProcResult {
         dir: Dir,
         bytes: u64,
         asked: u64,
-        slat: Duration,
         clat: Duration,
-        lat: Duration,
-        issued_since_start: Duration,
     ) {
         let d = &mut self.dirs[dir as usize];
         d.ios += 1;
@@ -168,14 +163,7 @@ impl ProcResult {
         if bytes < asked {
             d.short += 1;
         }
-        d.slat.add(slat.as_ns());
         d.clat.add(clat.as_ns());
-        d.lat.add(lat.as_ns());
-        let w = ((issued_since_start + lat).as_ns() / 500_000_000) as usize;
-        if d.bw_windows.len() <= w {
-            d.bw_windows.resize(w + 1, 0);
-        }
-        d.bw_windows[w] += bytes;
     }
 }
 

@@ -385,10 +385,8 @@ impl Simulation {
                 Ev::Proc(p) => self.step(p, now),
                 Ev::IoDone(p, slot) => self.io_done(p, slot, now),
                 Ev::Queue(qe) => {
-                    let mut out = std::mem::take(&mut self.out);
-                    self.queue.handle(now, qe, &mut self.tracer, &mut out);
-                    self.out = out;
-                }
+                    self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
+                                    }
             }
             self.drain_block_out(now);
         }
@@ -516,10 +514,8 @@ impl Simulation {
                 next: None,
             };
             let last = i + 1 == s.plan.bios.len();
-            let mut out = std::mem::take(&mut self.out);
-            let r = self.queue.submit_bio(now, bio, &mut self.tracer, &mut out);
-            self.out = out;
-            let p = &mut self.procs[pi as usize];
+            let r = self.queue.submit_bio(now, bio, &mut self.tracer, &mut self.out);
+                        let p = &mut self.procs[pi as usize];
             if !last {
                 p.submitting = Some((slot, i + 1));
             } else {
@@ -551,10 +547,8 @@ impl Simulation {
             pid: p.pid,
             cpu: p.cpu,
         };
-        let mut out = std::mem::take(&mut self.out);
-        self.queue.unplug(now, ctx, &mut self.tracer, &mut out);
-        self.out = out;
-        let p = &mut self.procs[pi as usize];
+        self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
             Engine::Sync => p.blocked = Blocked::OnIo,
@@ -706,7 +700,7 @@ impl Simulation {
         let clat = now.since(s.submitted);
         let lat = now.since(s.issue);
         p.result
-            .record(s.dir, bytes, s.len, slat, clat, lat, s.issue.since(p.start));
+            .record(s.dir, bytes, s.len, clat);
         if let Some(o) = self.observer.as_mut() {
             o.io_done(
                 pi as usize,
