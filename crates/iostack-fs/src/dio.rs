@@ -491,8 +491,11 @@ mod tests {
         for i in 0..4000 {
             let off = (next() % 20_000) * 4096;
             let len = (1 + next() % 200) * 4096;
-            let v = [Boundary::PerChunk, Boundary::RfcSeparateMeta, Boundary::LastChunk]
-                [i % 3];
+            let v = [
+                Boundary::PerChunk,
+                Boundary::RfcSeparateMeta,
+                Boundary::LastChunk,
+            ][i % 3];
             let on_raw = i % 4 == 0;
             let g: &mut dyn GetBlock = if on_raw { &mut raw } else { &mut f };
             let (mut a, mut b) = (DioPlan::default(), DioPlan::default());

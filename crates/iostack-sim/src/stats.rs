@@ -150,13 +150,7 @@ impl ProcResult {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
-        &mut self,
-        dir: Dir,
-        bytes: u64,
-        asked: u64,
-        clat: Duration,
-    ) {
+    pub(crate) fn record(&mut self, dir: Dir, bytes: u64, asked: u64, clat: Duration) {
         let d = &mut self.dirs[dir as usize];
         d.ios += 1;
         d.bytes += bytes;

@@ -386,7 +386,7 @@ impl Simulation {
                 Ev::IoDone(p, slot) => self.io_done(p, slot, now),
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
-                                    }
+                }
             }
             self.drain_block_out(now);
         }
@@ -514,8 +514,10 @@ impl Simulation {
                 next: None,
             };
             let last = i + 1 == s.plan.bios.len();
-            let r = self.queue.submit_bio(now, bio, &mut self.tracer, &mut self.out);
-                        let p = &mut self.procs[pi as usize];
+            let r = self
+                .queue
+                .submit_bio(now, bio, &mut self.tracer, &mut self.out);
+            let p = &mut self.procs[pi as usize];
             if !last {
                 p.submitting = Some((slot, i + 1));
             } else {
@@ -548,7 +550,7 @@ impl Simulation {
             cpu: p.cpu,
         };
         self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
-                let p = &mut self.procs[pi as usize];
+        let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
             Engine::Sync => p.blocked = Blocked::OnIo,
@@ -699,8 +701,7 @@ impl Simulation {
         let slat = s.submitted.since(s.issue);
         let clat = now.since(s.submitted);
         let lat = now.since(s.issue);
-        p.result
-            .record(s.dir, bytes, s.len, clat);
+        p.result.record(s.dir, bytes, s.len, clat);
         if let Some(o) = self.observer.as_mut() {
             o.io_done(
                 pi as usize,
