@@ -78,6 +78,12 @@ pub const FLAGS: &[Flag] = &[
               system would (optionally from file-system block BLOCK); repeatable",
     },
     Flag {
+        long: "markdown",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "tunables: print the tunable reference (docs/tunables.md) for every profile",
+    },
+    Flag {
         long: "json",
         takes: Takes::Nothing,
         repeat: false,

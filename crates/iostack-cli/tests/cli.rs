@@ -185,3 +185,16 @@ fn bad_input_is_a_clear_error() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn tunable_docs_are_generated_from_the_table() {
+    let (ok, out, err) = iostack(&["tunables", "--markdown"]);
+    assert!(ok, "{err}");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/tunables.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        doc, out,
+        "docs/tunables.md is stale: run `iostack tunables --markdown > docs/tunables.md`"
+    );
+    assert!(doc.contains("| `queue/nr_requests` | count | 4..=1048576 |"));
+}
