@@ -236,8 +236,10 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
     let mut globals = Vec::new();
     let m = machine_of(p, "sata-2009")?;
     for path in &p.positional {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        let f = iostack_sim::frontend::fio_procs(path, &text, &m)?;
+        let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
+        env.cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+        let jf = iostack_workload::parse_job_file(path, &env).map_err(|e| e.to_string())?;
+        let f = iostack_sim::frontend::fio_procs(&jf, &m)?;
         procs.extend(f.procs);
         meta.extend(f.meta);
         globals.extend(f.global_options);

@@ -214,7 +214,9 @@ impl Experiment {
         let mut work = match (&self.workload.dd, fio_text) {
             (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
             (None, Some((path, text))) => {
-                frontend::fio_procs(path, text, &m).map_err(SimError)?.procs
+                frontend::fio_procs_from_text(path, text, &m)
+                    .map_err(SimError)?
+                    .procs
             }
             (None, None) => return Err(SimError("fio job text missing".into())),
         };

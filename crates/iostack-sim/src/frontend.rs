@@ -149,15 +149,33 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
     }])
 }
 
-/// The processes of a fio job file: one per job clone (`numjobs`), each on its own
-/// file (`jobname.N.0` in `directory`, or the `filename` given).
-pub fn fio_procs(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
-    use iostack_workload::{Amount, IoEngine, ParseEnv, RwKind};
-    let env = ParseEnv {
-        vars: std::env::vars().collect(),
-        ..ParseEnv::default()
-    };
+/// The parse environment fio would see on the simulated machine: `$ncpus` is the
+/// machine's CPU count; `vars` are the `${VAR}` values the caller supplies.
+pub fn fio_env(
+    m: &Machine,
+    vars: std::collections::BTreeMap<String, String>,
+) -> iostack_workload::ParseEnv {
+    iostack_workload::ParseEnv {
+        vars,
+        ncpus: m.cpus as u64,
+        ..iostack_workload::ParseEnv::default()
+    }
+}
+
+/// Parse a job file given as text, purely: includes are not available.
+pub fn fio_procs_from_text(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
+    let mut env = fio_env(m, Default::default());
+    let mut files = std::collections::BTreeMap::new();
+    files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
+    env.files = Some(files);
     let jf = iostack_workload::parse_job_str(text, path, &env).map_err(|e| e.to_string())?;
+    fio_procs(&jf, m)
+}
+
+/// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
+/// its own file (`jobname.N.0` in `directory`, or the `filename` given).
+pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, String> {
+    use iostack_workload::{Amount, IoEngine, RwKind};
     let mut out = Procs {
         procs: Vec::new(),
         meta: Vec::new(),
