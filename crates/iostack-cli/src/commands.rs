@@ -316,6 +316,8 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
         .has("blkparse")
         .then(|| p.get("blktrace").unwrap_or("iostack"));
     crate::sinks::attach_text(&mut sim, p.has("ftrace"), blkparse_name);
+    // Provenance inside the trace files too, as a blktrace message.
+    sim.note(&format!("iostack {}", crate::sinks::provenance(seed, hash)));
     let (result, mut sinks, observer) = sim.run_observed();
     if let Some(prefix) = p.get("blktrace") {
         let w = take::<BlktraceWriter>(&mut sinks).expect("attached");
@@ -440,6 +442,15 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         let rows = e.rows(&runs);
         let changes = e.changes(&rows);
         if json {
+            // Provenance goes to stderr: the records keep their documented fields.
+            for r in &runs {
+                eprintln!(
+                    "iostack: {} variant {}: {}",
+                    e.name,
+                    r.variant,
+                    crate::sinks::provenance(r.seed, r.config_hash)
+                );
+            }
             for r in &rows {
                 records.push(serde_json::json!({
                     "experiment": r.experiment,

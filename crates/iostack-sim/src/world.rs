@@ -247,6 +247,14 @@ impl Simulation {
         self.observer = Some(o);
     }
 
+    /// Put a note in the trace before the run (a blktrace message, `m N` in
+    /// blkparse), e.g. the seed and configuration hash.
+    pub fn note(&mut self, text: &str) {
+        let disk = self.cfg.machine.disk;
+        self.tracer
+            .message(Instant::ZERO, disk, 0, 0, text.to_string());
+    }
+
     /// Attach an output to the event stream.
     pub fn attach(&mut self, sink: Box<dyn TraceSink>) {
         self.tracer.attach(sink);
