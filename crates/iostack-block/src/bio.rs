@@ -2,6 +2,7 @@
 //! code builds it. Bios live in a slab and are chained through `next`, as the kernel
 //! chains them through `bi_next` inside a request.
 
+use crate::slab::Slab;
 use iostack_core::{DevT, ReqFlags, Sector};
 use iostack_des::Instant;
 
@@ -39,44 +40,29 @@ impl Bio {
     }
 }
 
-/// Slab of bios. A slot is live from `alloc` until `free`; double free and use of a
-/// freed slot are caught.
-#[derive(Default)]
-pub struct BioSlab {
-    slots: Vec<Option<Bio>>,
-    free: Vec<u32>,
-    live: usize,
+/// Slab of bios.
+pub struct BioSlab(Slab<Bio>);
+
+impl Default for BioSlab {
+    fn default() -> Self {
+        BioSlab(Slab::new("bio"))
+    }
 }
 
 impl BioSlab {
     pub fn alloc(&mut self, bio: Bio) -> BioId {
-        self.live += 1;
-        if let Some(i) = self.free.pop() {
-            debug_assert!(self.slots[i as usize].is_none());
-            self.slots[i as usize] = Some(bio);
-            BioId(i)
-        } else {
-            self.slots.push(Some(bio));
-            BioId(self.slots.len() as u32 - 1)
-        }
+        BioId(self.0.alloc(bio))
     }
     pub fn get(&self, id: BioId) -> &Bio {
-        self.slots[id.0 as usize]
-            .as_ref()
-            .expect("use of a freed bio")
+        self.0.get(id.0)
     }
     pub fn get_mut(&mut self, id: BioId) -> &mut Bio {
-        self.slots[id.0 as usize]
-            .as_mut()
-            .expect("use of a freed bio")
+        self.0.get_mut(id.0)
     }
     pub fn free(&mut self, id: BioId) -> Bio {
-        let b = self.slots[id.0 as usize].take().expect("bio freed twice");
-        self.free.push(id.0);
-        self.live -= 1;
-        b
+        self.0.free(id.0)
     }
     pub fn live(&self) -> usize {
-        self.live
+        self.0.live()
     }
 }

@@ -14,6 +14,7 @@ mod elevator;
 mod limits;
 mod queue;
 mod request;
+mod slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};

@@ -2,6 +2,7 @@
 //! scheduler orders and the driver issues.
 
 use crate::bio::BioId;
+use crate::slab::Slab;
 use iostack_core::{ReqFlags, Sector};
 use iostack_des::Instant;
 
@@ -49,43 +50,28 @@ impl Request {
 }
 
 /// Slab of requests, bounded by the allocation limits of the queue.
-#[derive(Default)]
-pub struct RequestPool {
-    slots: Vec<Option<Request>>,
-    free: Vec<u32>,
-    live: usize,
+pub struct RequestPool(Slab<Request>);
+
+impl Default for RequestPool {
+    fn default() -> Self {
+        RequestPool(Slab::new("request"))
+    }
 }
 
 impl RequestPool {
     pub fn alloc(&mut self, rq: Request) -> RqId {
-        self.live += 1;
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = Some(rq);
-            RqId(i)
-        } else {
-            self.slots.push(Some(rq));
-            RqId(self.slots.len() as u32 - 1)
-        }
+        RqId(self.0.alloc(rq))
     }
     pub fn get(&self, id: RqId) -> &Request {
-        self.slots[id.0 as usize]
-            .as_ref()
-            .expect("use of a freed request")
+        self.0.get(id.0)
     }
     pub fn get_mut(&mut self, id: RqId) -> &mut Request {
-        self.slots[id.0 as usize]
-            .as_mut()
-            .expect("use of a freed request")
+        self.0.get_mut(id.0)
     }
     pub fn free(&mut self, id: RqId) -> Request {
-        let r = self.slots[id.0 as usize]
-            .take()
-            .expect("request freed twice");
-        self.free.push(id.0);
-        self.live -= 1;
-        r
+        self.0.free(id.0)
     }
     pub fn live(&self) -> usize {
-        self.live
+        self.0.live()
     }
 }

@@ -26,31 +26,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// A process that only lays out a file (no I/O), as `[[setup]]` asks.
 pub fn layout_only(path: &str, size: u64, goal: Option<u64>) -> ProcSpec {
+    let target = Target::File {
+        path: path.to_string(),
+        size,
+        goal,
+    };
     ProcSpec {
-        comm: "mkfile".into(),
-        name: format!("setup:{path}"),
         group: u32::MAX,
-        target: Target::File {
-            path: path.to_string(),
-            size,
-            goal,
-        },
-        pattern: Pattern::Sequential,
-        read_pct: 100,
-        bs: [4096, 4096],
-        offset: 0,
-        region: size.max(4096),
         io_size: 0,
-        engine: Engine::Sync,
-        iodepth: 1,
-        direct: true,
-        runtime: None,
-        time_based: false,
-        startdelay: Duration::ZERO,
-        stonewall: false,
-        ioprio: (2, 4),
-        pid: None,
-        cpu: None,
+        ..ProcSpec::direct_reader("mkfile", &format!("setup:{path}"), target, size.max(4096))
     }
 }
 
@@ -126,26 +110,10 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
     let io_size = dd.input_limit().unwrap_or(u64::MAX);
     let target = target_of(&input, 0, m)?;
     Ok(vec![ProcSpec {
-        comm: "dd".into(),
-        name: "dd".into(),
-        group: 0,
-        target,
-        pattern: Pattern::Sequential,
-        read_pct: 100,
         bs: [bs, bs],
         offset,
-        region: io_size,
         io_size,
-        engine: Engine::Sync,
-        iodepth: 1,
-        direct: true,
-        runtime: None,
-        time_based: false,
-        startdelay: Duration::ZERO,
-        stonewall: false,
-        ioprio: (2, 4),
-        pid: None,
-        cpu: None,
+        ..ProcSpec::direct_reader("dd", "dd", target, io_size)
     }])
 }
 
@@ -273,26 +241,20 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             let off = offset + offset_inc * clone as u64;
             let target = target_of(&file, off + size, m).map_err(|e| format!("{at}: {e}"))?;
             out.procs.push(ProcSpec {
-                comm: "fio".into(),
-                name: j.name.clone(),
                 group: j.group_id,
-                target,
                 pattern,
                 read_pct,
                 bs: [j.bs.read, j.bs.write],
                 offset: off,
-                region: size,
                 io_size,
                 engine,
                 iodepth: j.iodepth,
-                direct: true,
                 runtime: (j.runtime_ns > 0).then_some(Duration(j.runtime_ns)),
                 time_based: j.time_based,
                 startdelay: Duration(j.startdelay_ns),
                 stonewall: j.stonewall && clone == 0,
                 ioprio: (prioclass, prio),
-                pid: None,
-                cpu: None,
+                ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {
                 name: j.name.clone(),

@@ -73,3 +73,33 @@ pub struct ProcSpec {
     pub pid: Option<u32>,
     pub cpu: Option<u32>,
 }
+
+impl ProcSpec {
+    /// One process doing synchronous 4 KiB O_DIRECT sequential reads of `region`
+    /// bytes of `target`: the starting point front ends and tests adjust with
+    /// struct update syntax.
+    pub fn direct_reader(comm: &str, name: &str, target: Target, region: u64) -> ProcSpec {
+        ProcSpec {
+            comm: comm.to_string(),
+            name: name.to_string(),
+            group: 0,
+            target,
+            pattern: Pattern::Sequential,
+            read_pct: 100,
+            bs: [4096, 4096],
+            offset: 0,
+            region,
+            io_size: region,
+            engine: Engine::Sync,
+            iodepth: 1,
+            direct: true,
+            runtime: None,
+            time_based: false,
+            startdelay: Duration::ZERO,
+            stonewall: false,
+            ioprio: (2, 4),
+            pid: None,
+            cpu: None,
+        }
+    }
+}

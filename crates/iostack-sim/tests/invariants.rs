@@ -48,21 +48,18 @@ fn job() -> impl Strategy<Value = Job> {
 fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
     let bs = j.bs_kib * 1024;
     let region = 8 << 20;
+    let target = if j.on_file {
+        Target::File {
+            path: format!("/mnt/test/f{i}"),
+            size: region,
+            goal: None,
+        }
+    } else {
+        Target::Device {
+            path: format!("/dev/{disk}"),
+        }
+    };
     ProcSpec {
-        comm: "fio".into(),
-        name: format!("j{i}"),
-        group: 0,
-        target: if j.on_file {
-            Target::File {
-                path: format!("/mnt/test/f{i}"),
-                size: region,
-                goal: None,
-            }
-        } else {
-            Target::Device {
-                path: format!("/dev/{disk}"),
-            }
-        },
         pattern: if j.random {
             Pattern::Random {
                 norandommap: i % 2 == 0,
@@ -73,7 +70,6 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
         read_pct: j.read_pct,
         bs: [bs, bs],
         offset: if j.on_file { 0 } else { (i as u64) * region },
-        region,
         io_size: j.ios * bs,
         engine: if j.iodepth > 1 {
             Engine::Async
@@ -81,14 +77,7 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
             Engine::Sync
         },
         iodepth: j.iodepth,
-        direct: true,
-        runtime: None,
-        time_based: false,
-        startdelay: Duration::ZERO,
-        stonewall: false,
-        ioprio: (2, 4),
-        pid: None,
-        cpu: None,
+        ..ProcSpec::direct_reader("fio", &format!("j{i}"), target, region)
     }
 }
 
