@@ -177,6 +177,15 @@ struct Waiter {
     bio: BioId,
 }
 
+/// The fields of a finishing request that completion reads.
+struct Done {
+    fifo_time: Instant,
+    write: bool,
+    bio_head: BioId,
+    sectors: u32,
+    sync_pool: bool,
+}
+
 /// Who runs a queue operation (for the pid/cpu of traced events).
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {
@@ -188,6 +197,10 @@ pub struct RequestQueue {
     cfg: QueueConfig,
     elv: Box<dyn Elevator>,
     dev: Box<dyn Device>,
+    /// The device's fixed properties, read once (`blk_queue_nonrot`, the
+    /// driver's queue depth).
+    dev_rotational: bool,
+    dev_depth: u32,
     bios: BioSlab,
     rqs: RequestPool,
     /// `q->queue_head`: requests released by the elevator, in dispatch order.
@@ -227,6 +240,8 @@ impl RequestQueue {
     pub fn new(cfg: QueueConfig, elv: Box<dyn Elevator>, dev: Box<dyn Device>) -> Self {
         assert!(cfg.nr_requests >= 4, "BLKDEV_MIN_RQ is 4");
         RequestQueue {
+            dev_rotational: dev.rotational(),
+            dev_depth: dev.queue_depth(),
             cfg,
             elv,
             dev,
@@ -423,7 +438,7 @@ impl RequestQueue {
 
     /// `queue_should_plug`: not for non-rotational queues that queue commands.
     fn queue_should_plug(&self) -> bool {
-        self.dev.rotational() || self.dev.queue_depth() <= 1
+        self.dev_rotational || self.dev_depth <= 1
     }
 
     /// `elv_queue_empty`.
@@ -899,7 +914,7 @@ impl RequestQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        if !self.remove_plug() && self.dev.rotational() {
+        if !self.remove_plug() && self.dev_rotational {
             return;
         }
         self.request_fn(now, ctx, tr, out);
@@ -1083,7 +1098,7 @@ impl RequestQueue {
                 self.boundary_rq = None;
             }
             // scsi_dev_queue_ready
-            if self.in_device >= self.dev.queue_depth() {
+            if self.in_device >= self.dev_depth {
                 break;
             }
             // blk_start_request → blk_dequeue_request
@@ -1142,11 +1157,21 @@ impl RequestQueue {
             cpu: self.cfg.irq_cpu,
         };
         self.trace_rq(now, rq, irq, Action::Complete, tr);
-        let r = self.rqs.get(rq).clone();
+        let r = {
+            let x = self.rqs.get(rq);
+            // Only what completion needs; the request itself is freed below.
+            Done {
+                fifo_time: x.fifo_time,
+                write: x.is_write(),
+                bio_head: x.bio_head,
+                sectors: x.sectors,
+                sync_pool: x.sync_pool,
+            }
+        };
         self.stats.requests_completed += 1;
         let d2c = now.since(r.fifo_time).as_ns();
         self.stats.busy_ns += d2c;
-        if r.is_write() {
+        if r.write {
             self.stats.write_ios += 1;
             self.stats.write_ticks_ns += d2c;
         } else {
