@@ -73,7 +73,8 @@ fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
     };
     if !full.starts_with(&format!("{}/", m.mount)) {
         return Err(format!(
-            "'{path}' is not on the simulated file system (mounted at {}) nor a device",
+            "'{path}' is not on the simulated file system (mounted at {}; a machine \
+             file's `mount = DIR` moves it) nor a device",
             m.mount
         ));
     }

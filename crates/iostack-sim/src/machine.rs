@@ -266,6 +266,14 @@ pub fn parse_file(path: &str, text: &str) -> Result<Machine, MachineError> {
                 mm.device_preset = v.to_string();
             }
             "disk_name" => mm.disk_name = v.to_string(),
+            "mount" => {
+                if !v.starts_with('/') || v.len() < 2 || v.ends_with('/') {
+                    return Err(err(format!(
+                        "key 'mount': '{v}' is not an absolute directory like /mnt/test"
+                    )));
+                }
+                mm.mount = v.to_string();
+            }
             "major" => mm.disk.major = num(v)? as u32,
             "minor" => mm.disk.minor = num(v)? as u32,
             "partition_start" => {
@@ -330,6 +338,10 @@ mod tests {
         );
         let e = parse_file("m.txt", "base = null\nbogus = 1\n").unwrap_err();
         assert_eq!(e.to_string(), "m.txt:2: unknown key 'bogus'");
+        let e = parse_file("m.txt", "base = null\nmount = rel\n").unwrap_err();
+        assert!(e.to_string().starts_with("m.txt:2: key 'mount'"), "{e}");
+        let m = parse_file("m.txt", "base = null\nmount = /mnt/sdc\n").unwrap();
+        assert_eq!(m.mount, "/mnt/sdc");
         let m = parse_file("m.txt", "base = s390-ess\n# c\ncpu_bio_ns = 7\n").unwrap();
         assert_eq!(m.cpu_bio_ns, 7);
         assert_eq!(m.partition, Some((9, 192)));
