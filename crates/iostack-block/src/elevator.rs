@@ -31,11 +31,27 @@ pub enum MayQueue {
     Must,
 }
 
+/// A scheduler asking for the queue to be run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Kick {
+    #[default]
+    None,
+    /// `__blk_run_queue` right away, in the current context (CFQ's
+    /// `cfq_rq_enqueued` on preemption).
+    Now,
+    /// `kblockd_schedule_work`: run the queue from kblockd (CFQ's
+    /// `cfq_schedule_dispatch`).
+    Work,
+}
+
 /// Context the generic layer passes to every hook.
 pub struct ElvCtx<'a> {
     pub now: Instant,
     /// Scheduler messages, traced as blktrace `m` notes (`blk_add_trace_msg`).
     pub msgs: &'a mut Vec<String>,
+    /// Set by a hook to have the queue run (checked after `add_request`,
+    /// `completed` and `timer_fired`).
+    pub kick: Kick,
 }
 
 pub trait Elevator {
@@ -88,10 +104,8 @@ pub trait Elevator {
     fn timer_deadline(&self) -> Option<Instant> {
         None
     }
-    /// The timer fired; returns true if the queue should be run (a kick).
-    fn timer_fired(&mut self, _ctx: &mut ElvCtx, _rqs: &RequestPool) -> bool {
-        false
-    }
+    /// The timer fired; set `ctx.kick` to have the queue run.
+    fn timer_fired(&mut self, _ctx: &mut ElvCtx, _rqs: &RequestPool) {}
     /// Requests held inside the elevator (for invariant checks).
     fn queued(&self) -> usize;
 }

@@ -4,7 +4,7 @@
 //! function it models; blktrace events are emitted where the kernel emits them.
 
 use crate::bio::{Bio, BioId, BioSlab};
-use crate::elevator::{Elevator, ElvCtx, MayQueue, MergeKind, Placement};
+use crate::elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 use crate::limits::{Partition, QueueLimits};
 use crate::request::{Request, RequestPool, RqId};
 use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TraceRecord, Tracer, Tunables};
@@ -124,6 +124,8 @@ pub enum QueueEvent {
     ElvTimer(u64),
     /// The device completes command `id`.
     DeviceDone(u64),
+    /// kblockd runs the queue for the elevator (`cfq_kick_queue`).
+    KickWork,
 }
 
 /// What a queue operation produced for the host.
@@ -890,10 +892,13 @@ impl RequestQueue {
         let mut ectx = ElvCtx {
             now,
             msgs: &mut self.msgs,
+            kick: Kick::None,
         };
         self.elv.add_request(&mut ectx, &mut self.rqs, rq);
+        let kick = ectx.kick;
         self.flush_msgs(now, ctx, tr);
         self.sync_elv_timer(out);
+        self.handle_kick(now, kick, ctx, tr, out);
         // elv_insert: unplug once enough requests wait outside the driver.
         if self.plugged {
             let nrq = (self.count[0] + self.count[1])
@@ -970,17 +975,33 @@ impl RequestQueue {
                 let mut ectx = ElvCtx {
                     now,
                     msgs: &mut self.msgs,
+                    kick: Kick::None,
                 };
-                let kick = self.elv.timer_fired(&mut ectx, &self.rqs);
+                self.elv.timer_fired(&mut ectx, &self.rqs);
+                let kick = ectx.kick;
                 self.flush_msgs(now, kblockd, tr);
                 self.sync_elv_timer(out);
-                if kick {
-                    self.run_queue(now, kblockd, tr, out);
-                }
+                self.handle_kick(now, kick, kblockd, tr, out);
             }
             QueueEvent::DeviceDone(id) => self.complete(now, RqId(id as u32), tr, out),
+            QueueEvent::KickWork => self.run_queue(now, kblockd, tr, out),
         }
         self.check();
+    }
+
+    fn handle_kick(
+        &mut self,
+        now: Instant,
+        kick: Kick,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        match kick {
+            Kick::None => {}
+            Kick::Now => self.run_queue(now, ctx, tr, out),
+            Kick::Work => out.events.push((now, QueueEvent::KickWork)),
+        }
     }
 
     fn sync_elv_timer(&mut self, out: &mut BlockOut) {
@@ -1017,6 +1038,7 @@ impl RequestQueue {
             let mut ectx = ElvCtx {
                 now,
                 msgs: &mut self.msgs,
+                kick: Kick::None,
             };
             let got = self.elv.dispatch(&mut ectx, &self.rqs, false);
             self.flush_msgs(now, ctx, tr);
@@ -1087,6 +1109,7 @@ impl RequestQueue {
                 let mut ectx = ElvCtx {
                     now,
                     msgs: &mut self.msgs,
+                    kick: Kick::None,
                 };
                 self.elv.activate(&mut ectx, &self.rqs, rq);
                 self.flush_msgs(now, ctx, tr);
@@ -1206,9 +1229,14 @@ impl RequestQueue {
         let mut ectx = ElvCtx {
             now,
             msgs: &mut self.msgs,
+            kick: Kick::None,
         };
         self.elv.completed(&mut ectx, &self.rqs, rq);
+        let kick = ectx.kick;
         self.flush_msgs(now, irq, tr);
+        if kick == Kick::Work {
+            out.events.push((now, QueueEvent::KickWork));
+        }
         let woken = self.free_request(rq);
         if let Some(bio) = woken {
             self.retry_sleeper(now, bio, tr, out);
