@@ -239,7 +239,26 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| e.to_string())?;
         let jf = iostack_workload::parse_job_file(path, &env).map_err(|e| e.to_string())?;
-        let f = iostack_sim::frontend::fio_procs(&jf, &m)?;
+        let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
+        // Job files given together are separated by an implicit stonewall, and
+        // each starts new reporting groups after the previous file's.
+        let base = meta
+            .iter()
+            .flatten()
+            .map(|j: &iostack_sim::frontend::JobMeta| j.group + 1)
+            .max()
+            .unwrap_or(0);
+        if base > 0 {
+            if let Some(first) = f.procs.first_mut() {
+                first.stonewall = true;
+            }
+            for (pr, jm) in f.procs.iter_mut().zip(f.meta.iter_mut()) {
+                pr.group += base;
+                if let Some(jm) = jm {
+                    jm.group += base;
+                }
+            }
+        }
         procs.extend(f.procs);
         meta.extend(f.meta);
         globals.extend(f.global_options);
