@@ -54,8 +54,25 @@ pub struct ElvCtx<'a> {
     pub kick: Kick,
 }
 
+impl ElvCtx<'_> {
+    /// `__blk_run_queue` from the hook (`Kick::Now`).
+    pub fn kick_now(&mut self) {
+        self.kick = Kick::Now;
+    }
+    /// `kblockd_schedule_work` (`Kick::Work`), unless a run is already asked.
+    pub fn kick_work(&mut self) {
+        if self.kick == Kick::None {
+            self.kick = Kick::Work;
+        }
+    }
+}
+
 pub trait Elevator {
     fn name(&self) -> &'static str;
+
+    /// Told once at queue setup whether the device is non-rotational
+    /// (`blk_queue_nonrot`, `QUEUE_FLAG_NONROT`), as CFQ reads it.
+    fn set_nonrot(&mut self, _nonrot: bool) {}
 
     /// `elevator_merge_fn`: a request this bio may be front-merged into. Back merges
     /// are found by the generic last-merge cache and hash first.

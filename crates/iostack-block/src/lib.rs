@@ -18,7 +18,7 @@ mod slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};
-pub use elevator::{Elevator, ElvCtx, MayQueue, MergeKind, Placement};
+pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{
     BlockOut, CompletedBio, Ctx, QueueConfig, QueueEvent, QueueStats, RequestQueue, Submit,

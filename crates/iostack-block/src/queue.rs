@@ -239,8 +239,9 @@ pub struct RequestQueue {
 }
 
 impl RequestQueue {
-    pub fn new(cfg: QueueConfig, elv: Box<dyn Elevator>, dev: Box<dyn Device>) -> Self {
+    pub fn new(cfg: QueueConfig, mut elv: Box<dyn Elevator>, dev: Box<dyn Device>) -> Self {
         assert!(cfg.nr_requests >= 4, "BLKDEV_MIN_RQ is 4");
+        elv.set_nonrot(!dev.rotational());
         RequestQueue {
             dev_rotational: dev.rotational(),
             dev_depth: dev.queue_depth(),

@@ -32,7 +32,7 @@ pub const FLAGS: &[Flag] = &[
         long: "sched",
         takes: Takes::Value("NAME"),
         repeat: false,
-        doc: "I/O scheduler (noop, deadline)",
+        doc: "I/O scheduler (noop, deadline, cfq)",
     },
     Flag {
         long: "set",

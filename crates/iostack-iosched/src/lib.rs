@@ -2,6 +2,7 @@
 //! Each exports its tunable table and a constructor; `by_name` is the registry
 //! (`elv_register`). This crate depends on `iostack-block`, never the reverse.
 
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 
@@ -18,11 +19,15 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
         "deadline",
         "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",
     ),
+    (
+        "cfq",
+        "per-process time slices with idling, 2.6.32 / 2.6.33-36 / 2.6.37 (block/cfq-iosched.c)",
+    ),
 ];
 
 /// Every scheduler's tunable table.
 pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
-    vec![deadline::TUNABLES]
+    vec![deadline::TUNABLES, cfq::TUNABLES]
 }
 
 /// `elevator_get` by name, configured from the tunables.
@@ -32,6 +37,7 @@ pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
         "deadline" => Ok(Box::new(deadline::Deadline::new(
             deadline::DeadlineConfig::from_tunables(t),
         ))),
+        "cfq" => Ok(Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
         _ => {
             let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
             Err(format!(

@@ -138,7 +138,8 @@ fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
         cpu_page_ns: 200,
         cpu_bio_ns: 2_000,
         cpu_wake_ns: 5_000,
-        scheduler: "deadline".into(),
+        // CFQ was the default elevator of 2.6.18 to 2.6.x distributions.
+        scheduler: "cfq".into(),
     })
 }
 

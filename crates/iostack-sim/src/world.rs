@@ -316,6 +316,22 @@ impl Simulation {
                 Backing::File(ino) => self.fs.i_size(ino),
                 Backing::Raw { size, .. } => size,
             };
+            if matches!(spec.target, Target::Device { .. })
+                && spec.offset.saturating_add(spec.region) > size
+                && spec.io_size > 0
+            {
+                return Err(SimError(format!(
+                    "job {}: offset {} + size {} runs past the end of {} ({} bytes)",
+                    spec.name,
+                    spec.offset,
+                    spec.region,
+                    match &spec.target {
+                        Target::Device { path } => path.as_str(),
+                        Target::File { path, .. } => path.as_str(),
+                    },
+                    size
+                )));
+            }
             if spec.offset >= size.max(1) && !matches!(spec.target, Target::File { .. }) {
                 return Err(SimError(format!(
                     "job {}: offset {} is beyond the end of {} bytes",
