@@ -174,6 +174,8 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
             m.cpu_page_ns = 1_000;
             m.cpu_bio_ns = 10_000;
             m.cpu_wake_ns = 20_000;
+            // 2.4's elevator is not modelled; deadline is the nearest stand-in.
+            m.scheduler = "deadline".into();
             Ok(m)
         }
         "fc-san" => {
