@@ -82,12 +82,13 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
     #[test]
     fn bytes_are_conserved(
         jobs in prop::collection::vec(job(), 1..4),
-        sched in prop_oneof![Just("noop"), Just("deadline")],
-        machine_name in prop_oneof![Just("null"), Just("s390-ess")],
+        sched in prop_oneof![Just("noop"), Just("deadline"), Just("cfq")],
+        cfq_version in prop_oneof![Just("2.6.32"), Just("2.6.33"), Just("2.6.37")],
+        machine_name in prop_oneof![Just("null"), Just("s390-ess"), Just("sata-2009")],
         nr_requests in prop_oneof![Just(4u32), Just(8), Just(128)],
         seed in any::<u64>(),
         boundary in prop_oneof![Just("per-chunk"), Just("last-chunk")],
@@ -96,6 +97,7 @@ proptest! {
         let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
         t.set("queue/nr_requests", &nr_requests.to_string()).unwrap();
         t.set("dio/boundary", boundary).unwrap();
+        t.set("iosched/cfq/version", cfq_version).unwrap();
         let procs: Vec<ProcSpec> =
             jobs.iter().enumerate().map(|(i, j)| spec(i, j, &m.disk_name)).collect();
         let want: Vec<u64> = procs.iter().map(|p| p.io_size).collect();
