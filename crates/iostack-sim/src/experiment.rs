@@ -75,7 +75,13 @@ pub struct Variant {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricDef {
+    /// The name the metric is reported under.
     pub name: String,
+    /// What is measured (one of `METRICS`); defaults to `name`.
+    pub of: Option<String>,
+    /// Only the processes of this fio job (all its clones), as fio's per-group
+    /// `aggrb` when the job is its own group.
+    pub job: Option<String>,
     pub unit: String,
     /// Published value per variant name; variants not listed have none.
     #[serde(default)]
@@ -126,10 +132,10 @@ pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
         )));
     }
     for m in &e.metrics {
-        if metric(&m.name).is_none() {
+        if metric(m.measure()).is_none() {
             return Err(SimError(format!(
                 "{path}: unknown metric '{}' (known: {})",
-                m.name,
+                m.measure(),
                 METRICS
                     .iter()
                     .map(|(n, _)| *n)
@@ -149,20 +155,32 @@ pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
     Ok(e)
 }
 
-type MetricFn = fn(&RunResult) -> f64;
+impl MetricDef {
+    /// The measurement behind this metric.
+    pub fn measure(&self) -> &str {
+        self.of.as_deref().unwrap_or(&self.name)
+    }
+}
 
-/// Metrics an experiment can ask for, computed from a run.
+/// A measurement over a run, optionally restricted to one job's processes.
+type MetricFn = fn(&RunResult, Option<&str>) -> f64;
+
+/// Metrics an experiment can ask for, computed from a run. Bandwidths are fio's
+/// aggregate (`aggrb`): all bytes over the longest runtime, in KiB/s or MiB/s (the
+/// units old fio printed as KB/s and MB/s).
 pub const METRICS: &[(&str, MetricFn)] = &[
-    ("queued_bios", |r| r.queue.bios_queued as f64),
-    ("dispatched_requests", |r| {
+    ("queued_bios", |r, _| r.queue.bios_queued as f64),
+    ("dispatched_requests", |r, _| {
         r.queue.requests_dispatched as f64
     }),
-    ("merges", |r| {
+    ("merges", |r, _| {
         (r.queue.back_merges + r.queue.front_merges) as f64
     }),
-    ("read_KBps", |r| aggregate_kib_per_s(r, 0)),
-    ("write_KBps", |r| aggregate_kib_per_s(r, 1)),
-    ("elapsed_us", |r| r.end.as_ns() as f64 / 1000.0),
+    ("read_KBps", |r, j| aggregate_kib_per_s(r, 0, j)),
+    ("write_KBps", |r, j| aggregate_kib_per_s(r, 1, j)),
+    ("read_MBps", |r, j| aggregate_kib_per_s(r, 0, j) / 1024.0),
+    ("write_MBps", |r, j| aggregate_kib_per_s(r, 1, j) / 1024.0),
+    ("elapsed_us", |r, _| r.end.as_ns() as f64 / 1000.0),
 ];
 
 pub fn metric(name: &str) -> Option<MetricFn> {
@@ -170,14 +188,14 @@ pub fn metric(name: &str) -> Option<MetricFn> {
 }
 
 /// fio's aggregate bandwidth of a direction: all bytes over the longest runtime.
-fn aggregate_kib_per_s(r: &RunResult, dir: usize) -> f64 {
-    let bytes: u64 = r.procs.iter().map(|p| p.dirs[dir].bytes).sum();
-    let run = r
-        .procs
-        .iter()
-        .map(|p| p.runtime().as_ns())
-        .max()
-        .unwrap_or(0);
+fn aggregate_kib_per_s(r: &RunResult, dir: usize, job: Option<&str>) -> f64 {
+    let mine = || {
+        r.procs
+            .iter()
+            .filter(move |p| job.is_none_or(|j| p.name == j) && p.dirs[dir].ios > 0)
+    };
+    let bytes: u64 = mine().map(|p| p.dirs[dir].bytes).sum();
+    let run = mine().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
     if run == 0 {
         return 0.0;
     }
@@ -274,14 +292,14 @@ impl Experiment {
         let mut rows = Vec::new();
         for run in runs {
             for m in &self.metrics {
-                let f = metric(&m.name).expect("validated at parse");
+                let f = metric(m.measure()).expect("validated at parse");
                 rows.push(Row {
                     experiment: self.name.clone(),
                     variant: run.variant.clone(),
                     metric: m.name.clone(),
                     unit: m.unit.clone(),
                     published: m.published.get(&run.variant).copied(),
-                    simulated: f(&run.result),
+                    simulated: f(&run.result, m.job.as_deref()),
                 });
             }
         }
@@ -343,5 +361,50 @@ fn ratio(a: f64, b: f64) -> f64 {
         }
     } else {
         a / b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXP: &str = r#"
+name = "t"
+title = "t"
+source = "s"
+machine = "null"
+kernel = "2.6.36"
+[workload]
+dd = "if=/mnt/test/f of=/dev/null iflag=direct bs=4k count=1"
+[[variant]]
+name = "a"
+[[metric]]
+name = "writer_KBps"
+of = "write_KBps"
+job = "seqwrite"
+unit = "KB/s"
+published = { "a" = 2968 }
+"#;
+
+    #[test]
+    fn metrics_name_what_they_measure_and_errors_name_the_file() {
+        let e = parse("t.toml", EXP).unwrap();
+        assert_eq!(e.metrics[0].measure(), "write_KBps");
+        assert_eq!(e.metrics[0].job.as_deref(), Some("seqwrite"));
+        let bad = EXP.replace("of = \"write_KBps\"", "of = \"write_furlongs\"");
+        let err = parse("t.toml", &bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml: unknown metric 'write_furlongs'"),
+            "{err}"
+        );
+        let bad = EXP.replace("\"a\" = 2968", "\"b\" = 2968");
+        let err = parse("t.toml", &bad).unwrap_err().to_string();
+        assert!(err.contains("unknown variant 'b'"), "{err}");
+        let bad = EXP.replace("unit = \"KB/s\"", "unit = \"KB/s\"\ncolour = 1");
+        let err = parse("t.toml", &bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml:") && err.contains("colour"),
+            "{err}"
+        );
     }
 }
