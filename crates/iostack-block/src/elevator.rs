@@ -117,6 +117,11 @@ pub trait Elevator {
     fn completed(&mut self, _ctx: &mut ElvCtx, _rqs: &RequestPool, _rq: RqId) {}
     /// `elevator_put_req_fn`: the request is being freed.
     fn put_request(&mut self, _rqs: &RequestPool, _rq: RqId) {}
+    /// Whether this policy ever arms a timer; policies without one say so and the
+    /// generic layer stops asking for `timer_deadline`.
+    fn has_timer(&self) -> bool {
+        true
+    }
     /// The elevator's own timer (idle slice, anticipation), if armed.
     fn timer_deadline(&self) -> Option<Instant> {
         None

@@ -203,6 +203,8 @@ pub struct RequestQueue {
     /// driver's queue depth).
     dev_rotational: bool,
     dev_depth: u32,
+    /// Whether the elevator keeps a timer (`Elevator::has_timer`), read once.
+    elv_has_timer: bool,
     bios: BioSlab,
     rqs: RequestPool,
     /// `q->queue_head`: requests released by the elevator, in dispatch order.
@@ -243,6 +245,7 @@ impl RequestQueue {
         assert!(cfg.nr_requests >= 4, "BLKDEV_MIN_RQ is 4");
         elv.set_nonrot(!dev.rotational());
         RequestQueue {
+            elv_has_timer: elv.has_timer(),
             dev_rotational: dev.rotational(),
             dev_depth: dev.queue_depth(),
             cfg,
@@ -1006,6 +1009,9 @@ impl RequestQueue {
     }
 
     fn sync_elv_timer(&mut self, out: &mut BlockOut) {
+        if !self.elv_has_timer {
+            return;
+        }
         let want = self.elv.timer_deadline();
         if want != self.elv_timer_at {
             self.elv_timer_gen += 1;
@@ -1091,7 +1097,11 @@ impl RequestQueue {
                     }
                     at -= 1;
                 }
-                self.dispatch.insert(at, rq);
+                if at == self.dispatch.len() {
+                    self.dispatch.push_back(rq);
+                } else {
+                    self.dispatch.insert(at, rq);
+                }
             }
         }
     }

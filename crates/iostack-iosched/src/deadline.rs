@@ -154,6 +154,10 @@ impl Elevator for Deadline {
         "deadline"
     }
 
+    fn has_timer(&self) -> bool {
+        false
+    }
+
     /// `deadline_merge`: a front merge candidate starting at the bio's end.
     fn merge(&mut self, _rqs: &RequestPool, bio: &Bio) -> Option<RqId> {
         if !self.cfg.front_merges {

@@ -29,6 +29,10 @@ impl Elevator for Noop {
         "noop"
     }
 
+    fn has_timer(&self) -> bool {
+        false
+    }
+
     /// `noop_add_request`: list_add_tail.
     fn add_request(&mut self, _ctx: &mut ElvCtx, _rqs: &mut RequestPool, rq: RqId) {
         self.queue.push_back(rq);
