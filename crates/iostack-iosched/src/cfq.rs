@@ -324,6 +324,9 @@ struct Cic {
 #[derive(Clone, Copy, Debug)]
 struct CfqRq {
     q: usize,
+    /// The sector the request is filed under in its queue's sort list (a front
+    /// merge moves `rq.sector` before the re-sort, as the rb-tree node stays put).
+    key: Sector,
     fifo_seq: u64,
     /// `rq_fifo_time` (2.6.33+) or `rq->start_time + fifo_expire` (2.6.32), jiffies.
     fifo_time: i64,
@@ -1019,7 +1022,8 @@ impl Cfq {
     /// `cfq_find_next_rq`: the best neighbour of `last` in its sort list.
     fn find_next_rq(&self, rqs: &RequestPool, q: usize, last: RqId) -> Option<RqId> {
         let sl = &self.queues[q].sort_list;
-        let key = (rqs.get(last).sector, last);
+        let _ = rqs;
+        let key = (self.rq(last).key, last);
         let prev = sl.range(..key).next_back().map(|k| k.1);
         let next = sl
             .range(key..)
@@ -1039,7 +1043,7 @@ impl Cfq {
         let r = rqs.get(rq);
         let c = &mut self.queues[q];
         assert!(c.fifo.remove(&(d.fifo_seq, rq)));
-        assert!(c.sort_list.remove(&(r.sector, rq)));
+        assert!(c.sort_list.remove(&(d.key, rq)));
         c.queued[r.flags.is_sync() as usize] -= 1;
         if r.flags.contains(ReqFlags::META) {
             c.meta_pending -= 1;
@@ -1373,10 +1377,11 @@ impl Cfq {
 
     /// `cfq_add_rq_rb`.
     fn add_rq_rb(&mut self, ctx: &mut ElvCtx, rqs: &RequestPool, rq: RqId, j: i64) {
-        let q = self.rq(rq).q;
+        let d = self.rq(rq);
+        let q = d.q;
         let r = rqs.get(rq);
         self.queues[q].queued[r.flags.is_sync() as usize] += 1;
-        self.queues[q].sort_list.insert((r.sector, rq));
+        self.queues[q].sort_list.insert((d.key, rq));
         if !self.queues[q].on_rr {
             self.add_cfqq_rr(ctx, q, j);
         }
@@ -1427,13 +1432,13 @@ impl Elevator for Cfq {
         if kind != MergeKind::Front {
             return;
         }
-        let q = self.rq(rq).q;
+        let mut d = self.rq(rq);
+        let q = d.q;
         let c = &mut self.queues[q];
-        let old = c.sort_list.iter().find(|k| k.1 == rq).copied();
-        if let Some(k) = old {
-            c.sort_list.remove(&k);
-        }
-        c.sort_list.insert((rqs.get(rq).sector, rq));
+        assert!(c.sort_list.remove(&(d.key, rq)));
+        d.key = rqs.get(rq).sector;
+        c.sort_list.insert((d.key, rq));
+        self.per_rq[rq.0 as usize] = Some(d);
         let next = c.next_rq;
         let chosen = self.choose_req(rqs, next, Some(rq), self.last_position);
         self.queues[q].next_rq = chosen;
@@ -1507,6 +1512,7 @@ impl Elevator for Cfq {
         assert!(self.per_rq[i].is_none());
         self.per_rq[i] = Some(CfqRq {
             q,
+            key: rqs.get(rq).sector,
             fifo_seq: self.fifo_seq,
             fifo_time,
             pid,
@@ -1603,15 +1609,13 @@ impl Elevator for Cfq {
     fn former_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let d = self.per_rq.get(rq.0 as usize).copied().flatten()?;
         let sl = &self.queues[d.q].sort_list;
-        let key = sl.iter().find(|k| k.1 == rq).copied()?;
-        sl.range(..key).next_back().map(|k| k.1)
+        sl.range(..(d.key, rq)).next_back().map(|k| k.1)
     }
 
     fn latter_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let d = self.per_rq.get(rq.0 as usize).copied().flatten()?;
         let sl = &self.queues[d.q].sort_list;
-        let key = sl.iter().find(|k| k.1 == rq).copied()?;
-        sl.range(key..).nth(1).map(|k| k.1)
+        sl.range((d.key, rq)..).nth(1).map(|k| k.1)
     }
 
     /// `cfq_activate_request`.

@@ -82,7 +82,13 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+    // A fixed seed keeps CI reproducible; to explore, change the seed (or use
+    // RngSeed::Random) and raise PROPTEST_CASES locally.
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x105_7ac),
+        .. ProptestConfig::default()
+    })]
     #[test]
     fn bytes_are_conserved(
         jobs in prop::collection::vec(job(), 1..4),
