@@ -2,6 +2,7 @@
 //! Each exports its tunable table and a constructor; `by_name` is the registry
 //! (`elv_register`). This crate depends on `iostack-block`, never the reverse.
 
+pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod noop;
@@ -20,6 +21,10 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
         "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",
     ),
     (
+        "anticipatory",
+        "deadline-like batches plus anticipation of the last sync reader, 2.6.32 (block/as-iosched.c)",
+    ),
+    (
         "cfq",
         "per-process time slices with idling, 2.6.32 / 2.6.33-36 / 2.6.37 (block/cfq-iosched.c)",
     ),
@@ -27,7 +32,7 @@ pub const SCHEDULERS: &[(&str, &str)] = &[
 
 /// Every scheduler's tunable table.
 pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
-    vec![deadline::TUNABLES, cfq::TUNABLES]
+    vec![deadline::TUNABLES, anticipatory::TUNABLES, cfq::TUNABLES]
 }
 
 /// `elevator_get` by name, configured from the tunables.
@@ -36,6 +41,9 @@ pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
         "noop" => Ok(Box::new(noop::Noop::new())),
         "deadline" => Ok(Box::new(deadline::Deadline::new(
             deadline::DeadlineConfig::from_tunables(t),
+        ))),
+        "anticipatory" => Ok(Box::new(anticipatory::Anticipatory::new(
+            anticipatory::AsConfig::from_tunables(t),
         ))),
         "cfq" => Ok(Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
         _ => {

@@ -92,7 +92,7 @@ proptest! {
     #[test]
     fn bytes_are_conserved(
         jobs in prop::collection::vec(job(), 1..4),
-        sched in prop_oneof![Just("noop"), Just("deadline"), Just("cfq")],
+        sched in prop_oneof![Just("noop"), Just("deadline"), Just("cfq"), Just("anticipatory")],
         cfq_version in prop_oneof![Just("2.6.32"), Just("2.6.33"), Just("2.6.37")],
         machine_name in prop_oneof![Just("null"), Just("s390-ess"), Just("sata-2009")],
         nr_requests in prop_oneof![Just(4u32), Just(8), Just(128)],
