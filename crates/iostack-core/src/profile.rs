@@ -45,7 +45,7 @@ impl Profile {
     pub fn parse(s: &str) -> Result<Profile, String> {
         let p = match s {
             "2.4" => Profile::V2_4,
-            "2.6.28" => Profile::V2_6_28,
+            "2.6.27" | "2.6.28" => Profile::V2_6_28,
             "2.6.32" => Profile::V2_6_32,
             "2.6.33-36" | "2.6.33" | "2.6.34" | "2.6.35" | "2.6.36" => Profile::V2_6_33,
             "2.6.37" => Profile::V2_6_37,

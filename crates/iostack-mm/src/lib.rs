@@ -1,0 +1,22 @@
+//! Memory management for file I/O: the page cache of each inode
+//! (`struct address_space` with its page flags and tags), on-demand readahead
+//! (`mm/readahead.c`) and the dirty-memory arithmetic of `mm/page-writeback.c`.
+//!
+//! Like the block layer, this crate is sans-IO: it keeps state and makes the
+//! decisions the kernel makes; the simulation's event loop drives it and turns its
+//! decisions into bios.
+
+pub mod bitmap;
+pub mod mapping;
+pub mod readahead;
+mod tunables;
+pub mod writeback;
+
+pub use bitmap::PageBits;
+pub use mapping::AddressSpace;
+pub use readahead::{ondemand_readahead, FileRaState, RaWindow};
+pub use tunables::TUNABLES;
+pub use writeback::{DirtyConfig, DirtyLimits};
+
+/// `PAGE_CACHE_SIZE`.
+pub const PAGE_SIZE: u64 = 4096;
