@@ -15,6 +15,7 @@ mod limits;
 mod queue;
 mod request;
 mod slab;
+pub use slab::Slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};

@@ -31,9 +31,21 @@ const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"]
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
-const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[(
-    "seed-002.toml",
-    include_str!("../../../experiments/seed-002.toml"),
+const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
+    (
+        "seed-000.toml",
+        include_str!("../../../experiments/seed-000.toml"),
+    ),
+    (
+        "seed-002.toml",
+        include_str!("../../../experiments/seed-002.toml"),
+    ),
+];
+
+/// Job files the built-in experiments refer to.
+const BUILTIN_FILES: &[(&str, &str)] = &[(
+    "experiments/seed-000.fio",
+    include_str!("../../../experiments/seed-000.fio"),
 )];
 
 fn usage() -> String {
@@ -433,8 +445,14 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             Some(f) => {
                 let dir = Path::new(path).parent().unwrap_or(Path::new("."));
                 let fp = dir.join(f);
-                let t = std::fs::read_to_string(&fp)
-                    .map_err(|err| format!("{}: {err}", fp.display()))?;
+                let builtin = BUILTIN_FILES
+                    .iter()
+                    .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
+                let t = match builtin {
+                    Some((_, t)) => t.to_string(),
+                    None => std::fs::read_to_string(&fp)
+                        .map_err(|err| format!("{}: {err}", fp.display()))?,
+                };
                 Some((fp.display().to_string(), t))
             }
             None => None,

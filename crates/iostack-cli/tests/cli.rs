@@ -116,11 +116,11 @@ fn bad_input_is_a_clear_error() {
     assert!(err.contains("bad.fio:6"), "{err}");
     assert!(err.contains("blocksze"), "{err}");
 
-    std::fs::write(&job, "[j]\nrw=read\nsize=4m\ndirect=0\n").unwrap();
+    std::fs::write(&job, "[j]\nrw=read\nsize=4m\nrw=trim\n").unwrap();
     let (ok, _, err) = iostack(&["run", job.to_str().unwrap()]);
     assert!(!ok);
     assert!(
-        err.contains("bad.fio:1: job 'j'") && err.contains("direct=0"),
+        err.contains("bad.fio:1: job 'j'") && err.contains("trim"),
         "{err}"
     );
 

@@ -153,7 +153,13 @@ fn pct(a: u64, b: u64) -> f64 {
     (a as f64 / b as f64 - 1.0) * 100.0
 }
 
-const ALL: [&str; 4] = ["sata-2009", "ide-2001", "sas-15k", "barracuda-7200-12"];
+const ALL: [&str; 5] = [
+    "sata-2009",
+    "sata-2009-seed000",
+    "ide-2001",
+    "sas-15k",
+    "barracuda-7200-12",
+];
 
 #[test]
 fn presets_are_named_and_sourced() {

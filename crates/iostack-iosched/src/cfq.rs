@@ -22,7 +22,7 @@ use iostack_core::{Profile, ReqFlags, Sector, TunableDef, Tunables, Unit};
 use iostack_des::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub const VERSIONS: &[&str] = &["2.6.32", "2.6.33", "2.6.37"];
+pub const VERSIONS: &[&str] = &["2.6.32", "2.6.33", "2.6.37", "for-2.6.33"];
 
 pub static TUNABLES: &[TunableDef] = &[
     TunableDef {
@@ -38,10 +38,13 @@ pub static TUNABLES: &[TunableDef] = &[
             }
         },
         min: 0,
-        max: 2,
+        max: 3,
         doc: "Which CFQ algorithm: 2.6.32 (single service tree, per-process seek \
-              statistics), 2.6.33 (2.6.33-2.6.36 workload trees and target latency) or \
-              2.6.37 (REQ_NOIDLE moves a queue to the no-idle tree).",
+              statistics), 2.6.33 (2.6.33-2.6.36 workload trees and target latency), \
+              2.6.37 (REQ_NOIDLE moves a queue to the no-idle tree), or for-2.6.33 (the \
+              block for-2.6.33 branch of November 2009, at the parent of d9449ce35a1: \
+              workload trees, but a completion still arms the idle timer only if \
+              sync && !rq_noidle(rq), as in 2.6.32).",
     },
     TunableDef {
         name: "iosched/cfq/quantum",
@@ -151,6 +154,9 @@ pub enum CfqVersion {
 #[derive(Clone, Debug)]
 pub struct CfqConfig {
     pub version: CfqVersion,
+    /// for-2.6.33 before d9449ce35a1: the 2.6.33 trees with 2.6.32's completion
+    /// rule (no idle timer after a REQ_NOIDLE completion).
+    pub noidle_blocks_idle: bool,
     pub hz: u64,
     pub quantum: u32,
     /// Index 0 async, 1 sync, as `cfq_fifo_expire[rq_is_sync]`; jiffies.
@@ -182,9 +188,10 @@ impl CfqConfig {
         };
         let version = match t.get_enum("iosched/cfq/version") {
             "2.6.32" => CfqVersion::V2632,
-            "2.6.33" => CfqVersion::V2633,
+            "2.6.33" | "for-2.6.33" => CfqVersion::V2633,
             _ => CfqVersion::V2637,
         };
+        let noidle_blocks_idle = t.get_enum("iosched/cfq/version") == "for-2.6.33";
         let mut slice_idle = j("iosched/cfq/slice_idle", 125);
         let mut group_idle = j("iosched/cfq/group_idle", 125);
         // cfq_init: "if (!cfq_slice_idle) cfq_slice_idle = 1" for a zero HZ/125.
@@ -196,6 +203,7 @@ impl CfqConfig {
         }
         CfqConfig {
             version,
+            noidle_blocks_idle,
             hz,
             quantum: t.get_u64("iosched/cfq/quantum") as u32,
             fifo_expire: [
@@ -1665,6 +1673,11 @@ impl Elevator for Cfq {
             } else if sync && empty {
                 match self.v() {
                     CfqVersion::V2632 => {
+                        if !noidle {
+                            self.arm_slice_timer(ctx, j);
+                        }
+                    }
+                    CfqVersion::V2633 if self.cfg.noidle_blocks_idle => {
                         if !noidle {
                             self.arm_slice_timer(ctx, j);
                         }

@@ -108,8 +108,7 @@ impl AddressSpace {
         let end = first + n;
         let mut i = first;
         while let Some(p) = self.present.next_set(i, end) {
-            let busy =
-                self.dirty.get(p) || self.writeback.get(p) || self.locked.get(p);
+            let busy = self.dirty.get(p) || self.writeback.get(p) || self.locked.get(p);
             if !busy {
                 self.present.clear(p);
                 self.uptodate.clear(p);

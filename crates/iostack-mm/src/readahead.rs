@@ -98,10 +98,7 @@ pub fn ondemand_readahead(
         // A marked page without valid state (interleaved reads): the cached run
         // ahead of the reader is the old async size; ramp it up.
         if hit_readahead_marker {
-            let start = match mapping.present.next_clear(offset + 1, offset + 1 + max) {
-                Some(s) => s,
-                None => return None,
-            };
+            let start = mapping.present.next_clear(offset + 1, offset + 1 + max)?;
             if start - offset > max {
                 return None;
             }

@@ -61,7 +61,11 @@ pub fn ratelimit_pages(total_pages: u64, ncpus: u64) -> u64 {
 /// `sync_writeback_pages`: the throttled dirtier's write chunk, 1.5x the ratelimit
 /// (2.6.28), or 1.5x max(pages just dirtied, ratelimit) (2.6.32-2.6.37).
 pub fn write_chunk(ratelimit: u64, dirtied: u64, v2632: bool) -> u64 {
-    let base = if v2632 { dirtied.max(ratelimit) } else { ratelimit };
+    let base = if v2632 {
+        dirtied.max(ratelimit)
+    } else {
+        ratelimit
+    };
     base + base / 2
 }
 
@@ -78,12 +82,27 @@ mod tests {
             dirty_background_bytes: 0,
         };
         let l = dirty_limits(c, 1_000_000, true);
-        assert_eq!(l, DirtyLimits { background: 50_000, dirty: 100_000 });
-        let c2 = DirtyConfig { dirty_background_ratio: 20, ..c };
+        assert_eq!(
+            l,
+            DirtyLimits {
+                background: 50_000,
+                dirty: 100_000
+            }
+        );
+        let c2 = DirtyConfig {
+            dirty_background_ratio: 20,
+            ..c
+        };
         assert_eq!(dirty_limits(c2, 1_000_000, true).background, 50_000);
-        let c3 = DirtyConfig { dirty_bytes: 40 << 20, ..c };
+        let c3 = DirtyConfig {
+            dirty_bytes: 40 << 20,
+            ..c
+        };
         assert_eq!(dirty_limits(c3, 1_000_000, true).dirty, 10_240);
-        let c4 = DirtyConfig { dirty_ratio: 1, ..c };
+        let c4 = DirtyConfig {
+            dirty_ratio: 1,
+            ..c
+        };
         assert_eq!(dirty_limits(c4, 1_000_000, true).dirty, 50_000);
         assert_eq!(dirty_limits(c4, 1_000_000, false).dirty, 10_000);
     }

@@ -27,6 +27,9 @@ pub struct Experiment {
     pub trace: Option<String>,
     #[serde(default)]
     pub set: Vec<String>,
+    /// Machine-file lines (`key = value`) applied to the preset.
+    #[serde(default)]
+    pub machine_set: Vec<String>,
     #[serde(default)]
     pub setup: Vec<SetupFile>,
     pub workload: WorkloadDef,
@@ -70,6 +73,9 @@ pub struct Variant {
     pub scheduler: Option<String>,
     #[serde(default)]
     pub set: Vec<String>,
+    /// Machine-file lines for this variant (after the experiment's).
+    #[serde(default)]
+    pub machine_set: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -210,7 +216,17 @@ impl Experiment {
         seed: Seed,
         fio_text: Option<(&str, &str)>,
     ) -> Result<SimConfig, SimError> {
-        let m: Machine = machine::preset(&self.machine).map_err(|e| SimError(e.to_string()))?;
+        let mut m: Machine = machine::preset(&self.machine).map_err(|e| SimError(e.to_string()))?;
+        if !self.machine_set.is_empty() || !v.machine_set.is_empty() {
+            let mut text = format!("base = {}\n", self.machine);
+            for l in self.machine_set.iter().chain(v.machine_set.iter()) {
+                text.push_str(l);
+                text.push('\n');
+            }
+            let label = format!("{} variant {} machine_set", self.name, v.name);
+            m = machine::parse_file(&label, &text).map_err(|e| SimError(e.to_string()))?;
+            m.name = self.machine.clone();
+        }
         let kernel = v.kernel.as_deref().unwrap_or(&self.kernel);
         let profile = Profile::parse(kernel).map_err(SimError)?;
         let mut t = Tunables::new(profile, &tunable_tables());

@@ -156,12 +156,6 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
     };
     for j in &jf.jobs {
         let at = format!("{}:{}: job '{}'", j.file.display(), j.line, j.name);
-        if !j.direct {
-            return Err(format!(
-                "{at}: direct=0 (buffered I/O) is not modelled yet; iostack simulates \
-                 O_DIRECT jobs (direct=1) so far"
-            ));
-        }
         let (pattern, read_pct) = match j.rw.kind {
             RwKind::Read => (Pattern::Sequential, 100),
             RwKind::Write => (Pattern::Sequential, 0),
@@ -255,6 +249,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 startdelay: Duration(j.startdelay_ns),
                 stonewall: j.stonewall && clone == 0,
                 ioprio: (prioclass, prio),
+                direct: j.direct,
+                // fio unlinks and recreates the file of a write-only job unless
+                // `overwrite` is set (filesetup.c extend_file).
+                fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
+                end_fsync: j.end_fsync,
+                fsync_every: j.fsync as u64,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

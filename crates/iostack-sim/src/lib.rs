@@ -2,9 +2,11 @@
 //! tunables, a scheduler, a workload and a seed go in; a run of the simulated stack
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
+mod buffered;
 pub mod check;
 pub mod experiment;
 pub mod frontend;
+pub mod fsys;
 pub mod machine;
 pub mod stats;
 pub mod workload;

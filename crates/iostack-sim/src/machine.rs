@@ -11,6 +11,8 @@ use std::fmt;
 pub enum FsKind {
     Ext2,
     Ext3,
+    Ext4,
+    Xfs,
 }
 
 impl FsKind {
@@ -18,6 +20,8 @@ impl FsKind {
         match self {
             FsKind::Ext2 => "ext2",
             FsKind::Ext3 => "ext3",
+            FsKind::Ext4 => "ext4",
+            FsKind::Xfs => "xfs",
         }
     }
 }
@@ -47,6 +51,14 @@ pub struct Machine {
     pub cpu_wake_ns: u64,
     /// Default I/O scheduler.
     pub scheduler: String,
+    /// Memory of the machine (`MemTotal`), and the part that is not page cache
+    /// (kernel, processes), which `determine_dirtyable_memory` leaves out.
+    pub mem_bytes: u64,
+    pub mem_unavailable_bytes: u64,
+    /// CPU cost of copying one 4 KiB page between user space and the page cache.
+    pub cpu_copy_page_ns: u64,
+    /// CPU cost of one page through `write_cache_pages` and `->writepage`.
+    pub cpu_wb_page_ns: u64,
 }
 
 impl Machine {
@@ -140,6 +152,11 @@ fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
         cpu_wake_ns: 5_000,
         // CFQ was the default elevator of 2.6.18 to 2.6.x distributions.
         scheduler: "cfq".into(),
+        mem_bytes: 4 << 30,
+        mem_unavailable_bytes: 256 << 20,
+        // A 2008-era core copies about 4 GB/s: 1 us per 4 KiB page.
+        cpu_copy_page_ns: 1_000,
+        cpu_wb_page_ns: 1_000,
     })
 }
 
@@ -292,7 +309,13 @@ pub fn parse_file(path: &str, text: &str) -> Result<Machine, MachineError> {
                 mm.fs = match v {
                     "ext2" => FsKind::Ext2,
                     "ext3" => FsKind::Ext3,
-                    _ => return Err(err(format!("key 'fs': unsupported '{v}' (ext2, ext3)"))),
+                    "ext4" => FsKind::Ext4,
+                    "xfs" => FsKind::Xfs,
+                    _ => {
+                        return Err(err(format!(
+                            "key 'fs': unsupported '{v}' (ext2, ext3, ext4, xfs)"
+                        )))
+                    }
                 }
             }
             "fs_block_size" => {
@@ -310,6 +333,10 @@ pub fn parse_file(path: &str, text: &str) -> Result<Machine, MachineError> {
             "cpu_page_ns" => mm.cpu_page_ns = num(v)?,
             "cpu_bio_ns" => mm.cpu_bio_ns = num(v)?,
             "cpu_wake_ns" => mm.cpu_wake_ns = num(v)?,
+            "cpu_copy_page_ns" => mm.cpu_copy_page_ns = num(v)?,
+            "cpu_wb_page_ns" => mm.cpu_wb_page_ns = num(v)?,
+            "mem_mb" => mm.mem_bytes = num(v)? << 20,
+            "mem_unavailable_mb" => mm.mem_unavailable_bytes = num(v)? << 20,
             "scheduler" => mm.scheduler = v.to_string(),
             _ => return Err(err(format!("unknown key '{k}'"))),
         }

@@ -72,6 +72,13 @@ pub struct ProcSpec {
     /// Fixed task id and CPU (to mirror a published trace); assigned otherwise.
     pub pid: Option<u32>,
     pub cpu: Option<u32>,
+    /// The file is created empty at open (a write-only fio job without
+    /// `overwrite`, which unlinks and recreates it; dd's `of=`).
+    pub fresh: bool,
+    /// fsync after the last write (fio `end_fsync`, dd `conv=fsync`).
+    pub end_fsync: bool,
+    /// fsync after every N writes (fio `fsync=N`; 0 = never).
+    pub fsync_every: u64,
 }
 
 impl ProcSpec {
@@ -100,6 +107,9 @@ impl ProcSpec {
             ioprio: (2, 4),
             pid: None,
             cpu: None,
+            fresh: false,
+            end_fsync: false,
+            fsync_every: 0,
         }
     }
 }

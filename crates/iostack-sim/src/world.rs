@@ -3,6 +3,8 @@
 //! loop drives. Events are ordered by (time, insertion sequence), so a run is a pure
 //! function of its configuration and seed.
 
+use crate::buffered::{BufOp, Throttle, Vm, VmConfig, WbJob, BUF_TAG};
+use crate::fsys::SimFs;
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
@@ -10,9 +12,15 @@ use iostack_block::{Bio, BlockOut, Ctx, Partition, QueueConfig, QueueEvent, Requ
 use iostack_core::{DevT, ReqFlags, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
 use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
-use iostack_fs::ext2::{Ext2, Ext2Params};
 use iostack_fs::{GetBlock, RawBdev};
+use iostack_mm::FileRaState;
+use std::collections::VecDeque;
 use std::fmt;
+
+/// A schedulable task: a process index, or a kernel thread.
+pub(crate) type Task = u32;
+/// The flusher thread (pdflush or flush-MAJ:MIN).
+pub(crate) const FLUSHER: Task = 0x3fff_ffff;
 
 /// One completed I/O as a process saw it.
 #[derive(Clone, Copy, Debug)]
@@ -70,12 +78,20 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 #[derive(Clone, Copy, Debug)]
-enum Ev {
+pub(crate) enum Ev {
     /// A process takes its next step.
     Proc(u32),
     /// A process notices a completed I/O (after its wake-up latency).
     IoDone(u32, u32),
+    /// A buffered read or write system call returns.
+    BufDone(u32),
     Queue(QueueEvent),
+    /// The flusher thread takes its next step.
+    Flusher,
+    /// The periodic writeback wakeup.
+    FlusherTimer,
+    /// A `congestion_wait` timed out.
+    CongestionTimeout(Task),
 }
 
 /// Where a process's I/O lands.
@@ -100,7 +116,7 @@ struct Slot {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Blocked {
+pub(crate) enum Blocked {
     No,
     /// Sleeping in `get_request_wait`.
     OnRequest,
@@ -108,13 +124,17 @@ enum Blocked {
     OnIo,
     /// Not started yet (stonewall or startdelay).
     NotStarted,
+    /// Waiting for a page (read, or writeback for fsync).
+    OnPage,
+    /// In `congestion_wait`.
+    OnCongestion,
     Done,
 }
 
-struct Proc {
-    spec: ProcSpec,
-    pid: u32,
-    cpu: u32,
+pub(crate) struct Proc {
+    pub(crate) spec: ProcSpec,
+    pub(crate) pid: u32,
+    pub(crate) cpu: u32,
     backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
@@ -132,30 +152,80 @@ struct Proc {
     free: Vec<u32>,
     inflight: u32,
     submitting: Option<(u32, usize)>,
-    blocked: Blocked,
-    result: ProcResult,
+    pub(crate) blocked: Blocked,
+    pub(crate) result: ProcResult,
+    // Buffered I/O.
+    pub(crate) map: u32,
+    pub(crate) buf: Option<BufOp>,
+    pub(crate) ra: FileRaState,
+    pub(crate) unplug_after: bool,
+    pub(crate) buf_cost: u64,
+    pub(crate) pending: VecDeque<iostack_block::Bio>,
+    pub(crate) throttle: Option<Throttle>,
+    pub(crate) dirtied_since_check: u64,
+    pub(crate) fsync: Option<WbJob>,
+    pub(crate) fsync_waiting: bool,
+    pub(crate) writes_since_fsync: u64,
+    pub(crate) end_fsync_done: bool,
 }
 
 pub struct Simulation {
-    cfg: SimConfig,
-    evq: EventQueue<Ev>,
-    queue: RequestQueue,
-    fs: Ext2,
+    pub(crate) cfg: SimConfig,
+    pub(crate) evq: EventQueue<Ev>,
+    pub(crate) queue: RequestQueue,
+    pub(crate) fs: Box<dyn SimFs>,
     raw: RawBdev,
-    procs: Vec<Proc>,
-    tracer: Tracer,
-    out: BlockOut,
+    pub(crate) procs: Vec<Proc>,
+    pub(crate) tracer: Tracer,
+    pub(crate) out: BlockOut,
     boundary: Boundary,
     write_flags: ReqFlags,
-    bio_limits: BioLimits,
+    pub(crate) bio_limits: BioLimits,
     events: u64,
     observer: Option<Box<dyn IoObserver>>,
+    pub(crate) vm: Vm,
+    pub(crate) flusher_pending: VecDeque<iostack_block::Bio>,
 }
 
 /// Every tunable table of the stack.
+/// The page-cache and writeback configuration of a run.
+fn vm_config(m: &Machine, t: &Tunables) -> VmConfig {
+    use iostack_core::Profile;
+    let page = iostack_mm::PAGE_SIZE;
+    let mem_pages = m.mem_bytes / page;
+    let dirtyable = mem_pages.saturating_sub(m.mem_unavailable_bytes / page);
+    let dc = iostack_mm::DirtyConfig {
+        dirty_ratio: t.get_u64("vm/dirty_ratio"),
+        dirty_background_ratio: t.get_u64("vm/dirty_background_ratio"),
+        dirty_bytes: t.get_u64("vm/dirty_bytes"),
+        dirty_background_bytes: t.get_u64("vm/dirty_background_bytes"),
+    };
+    let v2628 = t.profile() <= Profile::V2_6_28;
+    VmConfig {
+        flusher_only_index: t.get_enum("vm/writeback_index") == "flusher-only",
+        io_less: t.get_enum("vm/throttle") == "io-less",
+        pdflush: t.get_enum("vm/flusher") == "pdflush",
+        write_locked_inodes: t.get_bool("vm/write_locked_inodes"),
+        ext4_index_pages_written: t.get_enum("fs/ext4/da_writeback_index") == "pages-written",
+        wcp_break: !v2628,
+        expire: Duration(t.get_u64("vm/dirty_expire_centisecs") * 10_000_000),
+        interval: Duration(t.get_u64("vm/dirty_writeback_centisecs") * 10_000_000),
+        ra_pages: t.get_u64("queue/read_ahead_kb") / 4,
+        copy_page_ns: m.cpu_copy_page_ns,
+        wb_page_ns: m.cpu_wb_page_ns,
+        mem_pages,
+        limits: iostack_mm::writeback::dirty_limits(dc, dirtyable, v2628),
+        ratelimit: iostack_mm::writeback::ratelimit_pages(mem_pages, m.cpus as u64),
+        v2632_chunk: !v2628,
+    }
+}
+
 pub fn tunable_tables() -> Vec<&'static [iostack_core::TunableDef]> {
-    let mut v: Vec<&'static [iostack_core::TunableDef]> =
-        vec![iostack_block::TUNABLES, iostack_fs::TUNABLES];
+    let mut v: Vec<&'static [iostack_core::TunableDef]> = vec![
+        iostack_block::TUNABLES,
+        iostack_fs::TUNABLES,
+        iostack_mm::TUNABLES,
+    ];
     v.extend(iostack_iosched::tunable_tables());
     v
 }
@@ -206,17 +276,20 @@ impl Simulation {
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         let mut queue = RequestQueue::new(qcfg.clone(), elv, dev);
         queue.set_checks(cfg.checks);
-        let bs = m.fs_block_size as u64;
-        let fs = Ext2::new(Ext2Params {
-            block_size: m.fs_block_size,
-            blocks: fs_sectors * 512 / bs,
-            blocks_per_group: bs * 8,
-            inode_table_blocks: t.get_u64("fs/ext2/inode_table_blocks"),
-            journal: m.fs == crate::machine::FsKind::Ext3,
-        });
+        let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
         tracer.process(qcfg.kblockd_pid, &format!("kblockd/{}", m.irq_cpu));
+        let vm_cfg = vm_config(m, t);
+        let flusher_pid = 190;
+        if vm_cfg.pdflush {
+            tracer.process(flusher_pid, "pdflush");
+        } else {
+            let d = m.fs_dev();
+            tracer.process(flusher_pid, &format!("flush-{}:{}", d.major, m.disk.minor));
+        }
+        let mut vm = Vm::new(vm_cfg);
+        vm.flusher_pid = flusher_pid;
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
@@ -236,9 +309,20 @@ impl Simulation {
             bio_limits,
             events: 0,
             observer: None,
+            vm,
+            flusher_pending: VecDeque::new(),
             cfg,
         };
         sim.setup_procs()?;
+        sim.mount_dirty(Instant::ZERO);
+        let buffered = sim
+            .procs
+            .iter()
+            .any(|p| !p.spec.direct && p.spec.io_size > 0);
+        if sim.vm.cfg.interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
+            let at = Instant::ZERO + sim.vm.cfg.interval;
+            sim.evq.schedule(at, Ev::FlusherTimer);
+        }
         Ok(sim)
     }
 
@@ -273,7 +357,18 @@ impl Simulation {
                         .unwrap_or(path)
                         .to_string();
                     let ino = match self.fs.lookup(&name) {
-                        Some(ino) => ino,
+                        Some(ino) if !spec.fresh => ino,
+                        Some(_) => {
+                            return Err(SimError(format!(
+                                "{}: {path}: a write job creates its file afresh, but \
+                                 another job already uses it",
+                                spec.comm
+                            )))
+                        }
+                        None if spec.fresh => self
+                            .fs
+                            .create(&name)
+                            .map_err(|e| SimError(format!("creating {path}: {e}")))?,
                         None if *size == 0 && spec.io_size > 0 => {
                             return Err(SimError(format!(
                                 "{}: {path}: No such file or directory (lay it out first, \
@@ -283,7 +378,7 @@ impl Simulation {
                         }
                         None => self
                             .fs
-                            .create_sequential(&name, *size, *goal)
+                            .layout(&name, *size, *goal)
                             .map_err(|e| SimError(format!("laying out {path}: {e}")))?,
                     };
                     Backing::File(ino)
@@ -313,7 +408,7 @@ impl Simulation {
                 }
             };
             let size = match backing {
-                Backing::File(ino) => self.fs.i_size(ino),
+                Backing::File(ino) => self.fs.get_block().i_size(ino),
                 Backing::Raw { size, .. } => size,
             };
             if matches!(spec.target, Target::Device { .. })
@@ -383,8 +478,25 @@ impl Simulation {
                 submitting: None,
                 blocked: Blocked::NotStarted,
                 result,
+                map: 0,
+                buf: None,
+                ra: crate::buffered::ra_state(self.vm.cfg.ra_pages),
+                unplug_after: false,
+                buf_cost: 0,
+                pending: VecDeque::new(),
+                throttle: None,
+                dirtied_since_check: 0,
+                fsync: None,
+                fsync_waiting: false,
+                writes_since_fsync: 0,
+                end_fsync_done: false,
                 spec,
             });
+            if let Backing::File(ino) = backing {
+                let size = self.fs.get_block().i_size(ino);
+                let map = self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE));
+                self.procs.last_mut().unwrap().map = map;
+            }
         }
         Ok(())
     }
@@ -399,22 +511,31 @@ impl Simulation {
     pub fn run_observed(mut self) -> RunOutput {
         self.start_ready_procs(Instant::ZERO);
         let limit = Instant::ZERO + self.cfg.time_limit;
+        let mut last_work = Instant::ZERO;
         while let Some(s) = self.evq.pop() {
             if s.at > limit {
                 break;
             }
             self.events += 1;
             let now = s.at;
+            if !matches!(s.event, Ev::FlusherTimer) {
+                last_work = now;
+            }
             match s.event {
                 Ev::Proc(p) => self.step(p, now),
                 Ev::IoDone(p, slot) => self.io_done(p, slot, now),
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
+                Ev::BufDone(p) => self.buf_done(p, now),
+                Ev::Flusher => self.flusher_step(now),
+                Ev::FlusherTimer => self.flusher_timer(now),
+                Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
             }
             self.drain_block_out(now);
         }
-        let end = self.evq.now();
+        // The periodic writeback timer does not extend a run.
+        let end = last_work;
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {
@@ -444,6 +565,11 @@ impl Simulation {
         for i in 0..self.out.woken.len() {
             let owner = self.out.woken[i];
             let p = (owner >> 32) as u32;
+            if p == FLUSHER {
+                let at = now + Duration(self.cfg.machine.cpu_wake_ns);
+                self.evq.schedule(at, Ev::Flusher);
+                continue;
+            }
             let proc_ = &mut self.procs[p as usize];
             assert_eq!(
                 proc_.blocked,
@@ -460,6 +586,10 @@ impl Simulation {
             let c = self.out.completed[i];
             let p = (c.owner >> 32) as u32;
             let slot = (c.owner & 0xffff_ffff) as u32;
+            if slot & BUF_TAG != 0 {
+                self.buf_bio_done(slot & !BUF_TAG, now);
+                continue;
+            }
             let s = &mut self.procs[p as usize].slots[slot as usize];
             assert!(
                 s.active && s.bios_left > 0,
@@ -505,6 +635,29 @@ impl Simulation {
     /// One step of process `pi`: submit the next bio of the I/O being submitted,
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
+        if !self.procs[pi as usize].spec.direct {
+            let p = &self.procs[pi as usize];
+            if p.blocked == Blocked::Done {
+                return;
+            }
+            if p.fsync.is_some() {
+                if self.fsync_step(pi, now) {
+                    self.fsync_done(pi, now);
+                }
+                return;
+            }
+            if p.fsync_waiting {
+                self.procs[pi as usize].fsync_waiting = false;
+                self.fsync_done(pi, now);
+                return;
+            }
+            match p.buf.map(|b| b.dir) {
+                Some(Dir::Read) => self.buffered_read_step(pi, now),
+                Some(Dir::Write) => self.buffered_write_step(pi, now),
+                None => self.issue_next(pi, now),
+            }
+            return;
+        }
         let cpu_bio = Duration(self.cfg.machine.cpu_bio_ns);
         if let Some((slot, i)) = self.procs[pi as usize].submitting {
             if i == usize::MAX {
@@ -635,6 +788,32 @@ impl Simulation {
         let offset = p.spec.offset + rel;
         let len = bs;
         p.bytes_issued += len;
+        if !p.spec.direct {
+            let page = iostack_mm::PAGE_SIZE;
+            if offset % page != 0 || len % page != 0 {
+                p.result.error = Some(format!(
+                    "buffered I/O at offset {offset} length {len}: iostack models \
+                     page-aligned buffered I/O only"
+                ));
+                self.finish_proc(pi, now);
+                return;
+            }
+            p.inflight += 1;
+            p.result.note_depth(p.inflight);
+            p.buf = Some(BufOp {
+                dir,
+                map: p.map,
+                pos: offset / page,
+                last: (offset + len) / page,
+                offset,
+                len,
+                issue: now,
+            });
+            p.buf_cost = 0;
+            let cost = Duration(self.cfg.machine.cpu_syscall_ns);
+            self.evq.schedule(now + cost, Ev::Proc(pi));
+            return;
+        }
         // Take a slot.
         let slot = match p.free.pop() {
             Some(s) => s,
@@ -656,12 +835,10 @@ impl Simulation {
         p.inflight += 1;
         p.result.note_depth(p.inflight);
         let backing = p.backing;
-        let direct = p.spec.direct;
-        assert!(direct, "buffered I/O reached the direct path");
         let mut plan = std::mem::take(&mut p.slots[slot as usize].plan);
         let r = match backing {
             Backing::File(ino) => dio::build(
-                &mut self.fs,
+                self.fs.get_block(),
                 ino,
                 dir == Dir::Write,
                 offset,
@@ -749,7 +926,110 @@ impl Simulation {
         }
     }
 
+    /// A buffered `read()` or `write()` returns.
+    fn buf_done(&mut self, pi: u32, now: Instant) {
+        let p = &mut self.procs[pi as usize];
+        let op = p.buf.take().expect("buffered op");
+        let page = iostack_mm::PAGE_SIZE;
+        let first = op.offset / page;
+        let bytes = ((op.pos.max(first) - first) * page).min(op.len);
+        let lat = now.since(op.issue);
+        p.result.record(op.dir, bytes, op.len, lat);
+        p.inflight -= 1;
+        if let Some(o) = self.observer.as_mut() {
+            o.io_done(
+                pi as usize,
+                &IoEvent {
+                    dir: op.dir,
+                    bytes,
+                    asked: op.len,
+                    slat_ns: 0,
+                    clat_ns: lat.as_ns(),
+                    lat_ns: lat.as_ns(),
+                    at_ns: now.since(p.start).as_ns(),
+                    depth: 1,
+                },
+            );
+        }
+        if op.dir == Dir::Write {
+            p.writes_since_fsync += 1;
+            if p.spec.fsync_every > 0 && p.writes_since_fsync >= p.spec.fsync_every {
+                p.writes_since_fsync = 0;
+                let map = p.map;
+                self.start_fsync(pi, map);
+                self.evq.schedule(now, Ev::Proc(pi));
+                return;
+            }
+        }
+        self.issue_next(pi, now);
+    }
+
+    /// An fsync finished: go on with the job, or end it.
+    fn fsync_done(&mut self, pi: u32, now: Instant) {
+        let p = &mut self.procs[pi as usize];
+        p.blocked = Blocked::No;
+        self.issue_next(pi, now);
+    }
+
+    pub(crate) fn pending_of(&mut self, task: Task) -> &mut VecDeque<iostack_block::Bio> {
+        if task == FLUSHER {
+            &mut self.flusher_pending
+        } else {
+            &mut self.procs[task as usize].pending
+        }
+    }
+
+    /// (pid, cpu, ioprio) of a task, for the bios it submits.
+    pub(crate) fn task_ids(&self, task: Task) -> (u32, u32, (u8, u8)) {
+        if task == FLUSHER {
+            (self.vm.flusher_pid, self.cfg.machine.irq_cpu, (2, 4))
+        } else {
+            let p = &self.procs[task as usize];
+            (p.pid, p.cpu, p.spec.ioprio)
+        }
+    }
+
+    pub(crate) fn set_blocked_on_request(&mut self, task: Task) {
+        if task != FLUSHER {
+            self.procs[task as usize].blocked = Blocked::OnRequest;
+        }
+    }
+
+    pub(crate) fn set_blocked_congestion(&mut self, task: Task) {
+        if task != FLUSHER {
+            self.procs[task as usize].blocked = Blocked::OnCongestion;
+        }
+    }
+
+    /// Wake a task that slept on a page, a request or congestion.
+    pub(crate) fn wake_task(&mut self, task: Task, now: Instant) {
+        let at = now + Duration(self.cfg.machine.cpu_wake_ns);
+        if task == FLUSHER {
+            self.evq.schedule(at, Ev::Flusher);
+            return;
+        }
+        let p = &mut self.procs[task as usize];
+        if p.blocked == Blocked::Done {
+            return;
+        }
+        p.blocked = Blocked::No;
+        self.evq.schedule(at, Ev::Proc(task));
+    }
+
+    pub(crate) fn any_proc_alive(&self) -> bool {
+        self.procs.iter().any(|p| p.blocked != Blocked::Done)
+    }
+
     fn finish_proc(&mut self, pi: u32, now: Instant) {
+        let p = &mut self.procs[pi as usize];
+        if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
+            // fio end_fsync / dd conv=fsync: write the file back and wait.
+            p.end_fsync_done = true;
+            let map = p.map;
+            self.start_fsync(pi, map);
+            self.evq.schedule(now, Ev::Proc(pi));
+            return;
+        }
         let p = &mut self.procs[pi as usize];
         p.blocked = Blocked::Done;
         p.end = Some(now);

@@ -55,6 +55,19 @@ fn sata_2009() -> HddParams {
     }
 }
 
+/// Seed 000's disk: set B with the media rate calibrated from the seed's one
+/// reader-only figure (two buffered sequential readers at 137 MB/s on the
+/// for-2.6.33 branch, where the writer is starved). Only the sectors per track
+/// are scaled (x1.6 from set B, the same inner/outer ratio); seeks, rotation,
+/// cache and queueing are set B's.
+fn sata_2009_seed000() -> HddParams {
+    HddParams {
+        outer_sectors_per_track: 3840,
+        inner_sectors_per_track: 1920,
+        ..sata_2009()
+    }
+}
+
 /// Seagate Barracuda 7200.12 500 GB (one platter, two heads, 16 MB cache),
 /// otherwise set B.
 fn barracuda_7200_12() -> HddParams {
@@ -161,6 +174,13 @@ pub fn presets() -> Vec<(&'static str, HddParams, &'static str)> {
             "2009-era 7200 rpm SATA disk, 1 TB: ~132 -> 66 MB/s sustained, seek 1.0/8.5/20 ms \
              (+1 ms write), 32 MB cache with write-back, NCQ 31; devices-and-simulators.md \
              §5.2 set B (Hitachi 7K1000.C/7K320 seeks, Barracuda XT rate)",
+        ),
+        (
+            "sata-2009-seed000",
+            sata_2009_seed000(),
+            "seed 000's 7200 rpm SATA disk: sata-2009 (devices-and-simulators.md §5.2 set B) \
+             with the media rate calibrated from the seed's reader-only throughput (2 \
+             buffered readers, 137 MB/s)",
         ),
         (
             "ide-2001",

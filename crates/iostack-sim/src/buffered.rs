@@ -1,0 +1,1280 @@
+//! Buffered file I/O through the page cache: `read()` with on-demand readahead
+//! (`do_generic_file_read`, `mpage_readpages`), `write()` with dirty accounting and
+//! throttling (`generic_perform_write`, `balance_dirty_pages`), and the writeback
+//! actors (pdflush or the per-bdi flusher, and throttled dirtiers) walking
+//! `write_cache_pages` over the shared `mapping->writeback_index` cursor.
+//!
+//! Every actor is a task of the event loop: it advances one pagevec (or one batch
+//! of copied pages) per step, paying the CPU cost of that work in virtual time, so
+//! two writeback callers on one inode interleave as they do on two CPUs.
+
+use crate::fsys::{Run, WritepageKind};
+use crate::workload::Dir;
+use crate::world::{Blocked, Simulation, Task, FLUSHER};
+use iostack_block::{Bio, Ctx, Slab, Submit};
+use iostack_core::ReqFlags;
+use iostack_des::{Duration, Instant};
+use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
+use iostack_mm::{ondemand_readahead, AddressSpace, DirtyLimits, FileRaState, RaWindow};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Bio tag bit: a page-cache bio (its low bits index `Vm::bufbios`).
+pub(crate) const BUF_TAG: u32 = 1 << 31;
+
+/// A page-cache bio in flight.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BufBio {
+    map: u32,
+    first: u64,
+    pages: u64,
+    write: bool,
+}
+
+/// Variant switches and limits, resolved from tunables once.
+#[derive(Clone, Debug)]
+pub(crate) struct VmConfig {
+    pub flusher_only_index: bool,
+    pub io_less: bool,
+    pub pdflush: bool,
+    pub write_locked_inodes: bool,
+    pub ext4_index_pages_written: bool,
+    /// 2.6.29+ `write_cache_pages`: stop inside the pagevec when done and keep
+    /// `done_index`; 2.6.28 finishes the pagevec and keeps `index`.
+    pub wcp_break: bool,
+    pub expire: Duration,
+    pub interval: Duration,
+    pub ra_pages: u64,
+    pub copy_page_ns: u64,
+    pub wb_page_ns: u64,
+    pub mem_pages: u64,
+    pub limits: DirtyLimits,
+    pub ratelimit: u64,
+    pub v2632_chunk: bool,
+}
+
+/// The arguments of one writeback pass (`struct writeback_control`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wbc {
+    pub nr_to_write: i64,
+    pub nonblocking: bool,
+    pub sync_all: bool,
+    pub older_than: Option<Instant>,
+    pub range_cyclic: bool,
+    pub only_map: Option<u32>,
+    pub encountered_congestion: bool,
+    pub more_io: bool,
+    pub written: u64,
+}
+
+impl Wbc {
+    fn cyclic(nr: u64, nonblocking: bool) -> Wbc {
+        Wbc {
+            nr_to_write: nr as i64,
+            nonblocking,
+            sync_all: false,
+            older_than: None,
+            range_cyclic: true,
+            only_map: None,
+            encountered_congestion: false,
+            more_io: false,
+            written: 0,
+        }
+    }
+}
+
+/// One `write_cache_pages` call on one mapping, resumable between pagevecs.
+#[derive(Clone, Debug)]
+struct Wcp {
+    map: u32,
+    index: u64,
+    end: u64,
+    start: u64,
+    scanned: bool,
+    cycled: bool,
+    done: bool,
+    done_index: u64,
+    owns_isync: bool,
+    /// The open bio of a multi-page writer: (first page, pages, first block).
+    bio: Option<(u64, u64, u64)>,
+    /// ext4: the extent of delalloc pages being collected (`mpd.first_page`,
+    /// `mpd.next_page`), whether it was written (`io_done`), pages written.
+    ext: Option<(u64, u64)>,
+    io_done: bool,
+    mpd_written: u64,
+    /// ext4 `ext4_da_writepages`: the cursor it started from and what it wrote.
+    da_start: u64,
+    da_written: u64,
+}
+
+/// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
+#[derive(Debug)]
+pub(crate) struct WbJob {
+    pub wbc: Wbc,
+    cur: Option<Wcp>,
+    queued: bool,
+}
+
+impl WbJob {
+    pub fn new(wbc: Wbc) -> WbJob {
+        WbJob {
+            wbc,
+            cur: None,
+            queued: false,
+        }
+    }
+}
+
+/// What a writeback step asks of its task.
+pub(crate) enum WbStep {
+    Continue(Duration),
+    Sleep,
+    Finished,
+}
+
+/// What the flusher thread is doing.
+#[derive(Debug)]
+pub(crate) enum FlusherState {
+    Idle,
+    /// A background (`for_background`) or kupdate (`for_kupdate`) pass.
+    Running {
+        kupdate: bool,
+        job: WbJob,
+        /// kupdate: pages left to write this wakeup.
+        budget: i64,
+    },
+    /// In `congestion_wait` between passes.
+    Waiting {
+        kupdate: bool,
+        budget: i64,
+    },
+}
+
+/// The page cache and writeback state of the machine.
+pub(crate) struct Vm {
+    pub cfg: VmConfig,
+    pub maps: Vec<AddressSpace>,
+    /// Inode number of each mapping (`u32::MAX` for the block device).
+    pub map_ino: Vec<u32>,
+    pub by_ino: BTreeMap<u32, u32>,
+    pub bufbios: Slab<BufBio>,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_cached: u64,
+    lru: VecDeque<(u32, u64, u64)>,
+    pub dirty_exceeded: bool,
+    /// Dirty inodes in `dirtied_when` order (`b_dirty`), and the lists a pass
+    /// works from (`b_io`, `b_more_io`).
+    b_dirty: VecDeque<u32>,
+    b_io: VecDeque<u32>,
+    b_more_io: VecDeque<u32>,
+    /// `I_SYNC` holder of each mapping.
+    i_sync: Vec<Option<Task>>,
+    pub flusher: FlusherState,
+    pub flusher_pid: u32,
+    /// Tasks in `congestion_wait`, with their timeout.
+    pub congestion_waiters: Vec<(Task, Instant)>,
+    /// Tasks waiting for a page to be read: (task, map, page).
+    pub page_waiters: Vec<(Task, u32, u64)>,
+    /// Tasks waiting for a mapping's writeback to finish (fsync).
+    pub wb_waiters: Vec<(Task, u32)>,
+}
+
+impl Vm {
+    pub fn new(cfg: VmConfig) -> Vm {
+        let mut vm = Vm {
+            cfg,
+            maps: Vec::new(),
+            map_ino: Vec::new(),
+            by_ino: BTreeMap::new(),
+            bufbios: Slab::new("page-cache bio"),
+            nr_dirty: 0,
+            nr_writeback: 0,
+            nr_cached: 0,
+            lru: VecDeque::new(),
+            dirty_exceeded: false,
+            b_dirty: VecDeque::new(),
+            b_io: VecDeque::new(),
+            b_more_io: VecDeque::new(),
+            i_sync: Vec::new(),
+            flusher: FlusherState::Idle,
+            flusher_pid: 0,
+            congestion_waiters: Vec::new(),
+            page_waiters: Vec::new(),
+            wb_waiters: Vec::new(),
+        };
+        // Mapping 0 is the block device's inode.
+        vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
+        vm.map_ino.push(u32::MAX);
+        vm.i_sync.push(None);
+        vm
+    }
+
+    /// The mapping of a file, created on first use.
+    pub fn map_of(&mut self, ino: u32, size_pages: u64) -> u32 {
+        if let Some(&m) = self.by_ino.get(&ino) {
+            return m;
+        }
+        let m = self.maps.len() as u32;
+        self.maps.push(AddressSpace::new(ino, size_pages));
+        self.map_ino.push(ino);
+        self.i_sync.push(None);
+        self.by_ino.insert(ino, m);
+        m
+    }
+
+    /// Pages dirtied in a mapping: global counters and the dirty inode list
+    /// (`__mark_inode_dirty` puts a newly dirty inode at the tail of `b_dirty`).
+    fn account_dirtied(&mut self, map: u32, newly: u64, now: Instant) {
+        self.nr_dirty += newly;
+        let m = &mut self.maps[map as usize];
+        if newly > 0 && m.dirtied_when.is_none() {
+            m.dirtied_when = Some(now);
+        }
+        if newly > 0 && !self.on_lists(map) {
+            self.maps[map as usize].dirtied_when = Some(now);
+            self.b_dirty.push_back(map);
+        }
+    }
+
+    fn on_lists(&self, map: u32) -> bool {
+        self.b_dirty.contains(&map) || self.b_io.contains(&map) || self.b_more_io.contains(&map)
+    }
+
+    fn note_cached(&mut self, map: u32, first: u64, n: u64) {
+        self.nr_cached += n;
+        self.lru.push_back((map, first, n));
+    }
+
+    /// `shrink_inactive_list` stand-in: free clean pages from the oldest cached runs
+    /// until the cache fits in memory again (dirty and writeback pages are skipped
+    /// and their runs rotated, as reclaim would activate them).
+    fn reclaim(&mut self) {
+        let high = self.cfg.mem_pages - self.cfg.mem_pages / 10;
+        if self.nr_cached <= high {
+            return;
+        }
+        let low = self.cfg.mem_pages - self.cfg.mem_pages / 8;
+        let mut budget = self.lru.len();
+        while self.nr_cached > low && budget > 0 {
+            budget -= 1;
+            let Some((map, first, n)) = self.lru.pop_front() else {
+                break;
+            };
+            let m = &mut self.maps[map as usize];
+            let freed = m.reclaim(first, n);
+            self.nr_cached -= freed;
+            if m.present.count_range(first, n) > 0 {
+                self.lru.push_back((map, first, n));
+            }
+        }
+    }
+
+    /// `queue_io`: move `b_more_io`, then the expired part of `b_dirty`, to `b_io`.
+    fn queue_io(&mut self, older_than: Option<Instant>) {
+        while let Some(m) = self.b_more_io.pop_front() {
+            self.b_io.push_back(m);
+        }
+        while let Some(&m) = self.b_dirty.front() {
+            let when = self.maps[m as usize].dirtied_when.unwrap_or(Instant::ZERO);
+            if let Some(t) = older_than {
+                if when > t {
+                    break;
+                }
+            }
+            self.b_dirty.pop_front();
+            self.b_io.push_back(m);
+        }
+    }
+}
+
+impl Simulation {
+    // ---------------------------------------------------------------- reads
+
+    /// A buffered `read()` of `[offset, offset + len)`: `do_generic_file_read`.
+    /// Runs until the task must wait for a page or a request, or the read is done.
+    pub(crate) fn buffered_read_step(&mut self, pi: u32, now: Instant) {
+        let mut cost = 0u64;
+        loop {
+            if self.drain_pending(pi as Task, now) {
+                return;
+            }
+            let p = &self.procs[pi as usize];
+            let op = p.buf.expect("buffered op");
+            let map = op.map;
+            let m = &self.vm.maps[map as usize];
+            let idx = op.pos;
+            let eof = m.size_pages;
+            if idx >= op.last || idx >= eof {
+                let p = &mut self.procs[pi as usize];
+                if let Some(last) = idx.checked_sub(1) {
+                    p.ra.prev_pos = Some(last * iostack_mm::PAGE_SIZE);
+                }
+                let done_at = now + Duration(cost);
+                self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
+                return;
+            }
+            let req = op.last.min(eof) - idx;
+            if !m.present.get(idx) {
+                // page_cache_sync_readahead, then find_get_page again.
+                let mut ra = self.procs[pi as usize].ra;
+                let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req);
+                self.procs[pi as usize].ra = ra;
+                let w = w.unwrap_or(RaWindow {
+                    start: idx,
+                    size: 1,
+                    async_size: 0,
+                });
+                self.submit_readahead(pi as Task, map, w, now);
+                if !self.vm.maps[map as usize].present.get(idx) {
+                    // no_cached_page: read just this page.
+                    let w1 = RaWindow {
+                        start: idx,
+                        size: 1,
+                        async_size: 0,
+                    };
+                    self.submit_readahead(pi as Task, map, w1, now);
+                }
+                continue;
+            }
+            if m.ra_marker.get(idx) {
+                // page_cache_async_readahead.
+                self.vm.maps[map as usize].ra_marker.clear(idx);
+                let mut ra = self.procs[pi as usize].ra;
+                let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], true, idx, req);
+                self.procs[pi as usize].ra = ra;
+                if let Some(w) = w {
+                    self.submit_readahead(pi as Task, map, w, now);
+                }
+                // 2.6.32: if the marked page is already up to date, kick the queue
+                // now (blk_run_backing_dev), since lock_page will not.
+                if self.vm.maps[map as usize].uptodate.get(idx) {
+                    self.procs[pi as usize].unplug_after = true;
+                }
+                continue;
+            }
+            if !m.uptodate.get(idx) {
+                // lock_page_killable → sync_page → unplug, then sleep on the page.
+                let p = &self.procs[pi as usize];
+                let ctx = Ctx {
+                    pid: p.pid,
+                    cpu: p.cpu,
+                };
+                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.vm.page_waiters.push((pi as Task, map, idx));
+                let p = &mut self.procs[pi as usize];
+                p.blocked = Blocked::OnPage;
+                p.buf_cost += cost;
+                return;
+            }
+            // Copy the run of up-to-date pages without a marker.
+            let mut end = m.uptodate.run_end(idx, op.last.min(eof));
+            if let Some(mk) = m.ra_marker.next_set(idx + 1, end) {
+                end = mk;
+            }
+            let n = end - idx;
+            cost += n * self.vm.cfg.copy_page_ns;
+            let p = &mut self.procs[pi as usize];
+            p.buf.as_mut().unwrap().pos = end;
+            p.ra.prev_pos = Some((end - 1) * iostack_mm::PAGE_SIZE);
+            if p.unplug_after {
+                p.unplug_after = false;
+                let ctx = Ctx {
+                    pid: p.pid,
+                    cpu: p.cpu,
+                };
+                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+            }
+            if cost >= 50_000 {
+                // Let time pass for the copying before looking at more pages.
+                let p = &mut self.procs[pi as usize];
+                p.buf_cost += cost;
+                self.evq
+                    .schedule(now + Duration(cost), crate::world::Ev::Proc(pi));
+                return;
+            }
+        }
+    }
+
+    /// `__do_page_cache_readahead` + `read_pages` → `mpage_readpages`: allocate the
+    /// window's missing pages and queue bios over physically contiguous runs.
+    fn submit_readahead(&mut self, task: Task, map: u32, w: RaWindow, now: Instant) {
+        let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
+        let ino = self.vm.map_ino[map as usize];
+        for (first, n) in runs {
+            self.vm.note_cached(map, first, n);
+            let mut l = first;
+            while l < first + n {
+                let want = first + n - l;
+                let mb = if ino == u32::MAX {
+                    iostack_fs::BlockMapping {
+                        pblk: Some(l),
+                        count: want,
+                        boundary: false,
+                        new: false,
+                    }
+                } else {
+                    match self.fs.get_block().get_block(ino, l, want, false) {
+                        Ok(mb) => mb,
+                        Err(_) => iostack_fs::BlockMapping {
+                            pblk: None,
+                            count: 1,
+                            boundary: false,
+                            new: false,
+                        },
+                    }
+                };
+                let count = mb.count.min(want).max(1);
+                match mb.pblk {
+                    // A hole reads as zeroes without I/O.
+                    None => self.vm.maps[map as usize].read_done(l, count),
+                    Some(pblk) => self.queue_page_bios(task, map, l, count, pblk, false, now),
+                }
+                l += count;
+            }
+        }
+        self.vm.reclaim();
+    }
+
+    /// Queue bios for pages `[first, first + n)` at block `pblk`, split at the
+    /// queue's `max_sectors`.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_page_bios(
+        &mut self,
+        task: Task,
+        map: u32,
+        first: u64,
+        n: u64,
+        pblk: u64,
+        write: bool,
+        now: Instant,
+    ) {
+        let spp = iostack_mm::PAGE_SIZE / 512;
+        let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
+        let (pid, cpu, ioprio) = self.task_ids(task);
+        let dev = self.cfg.machine.fs_dev();
+        let mut off = 0;
+        while off < n {
+            let k = (n - off).min(max_pages);
+            let tag = self.vm.bufbios.alloc(BufBio {
+                map,
+                first: first + off,
+                pages: k,
+                write,
+            });
+            let flags = if write {
+                ReqFlags::WRITE
+            } else {
+                ReqFlags::READ
+            };
+            let bio = Bio {
+                dev,
+                sector: (pblk + off) * spp,
+                sectors: (k * spp) as u32,
+                segments: k as u32,
+                flags,
+                pid,
+                cpu,
+                owner: ((task as u64) << 32) | (BUF_TAG | tag) as u64,
+                ioprio,
+                submitted_at: now,
+                next: None,
+            };
+            self.pending_of(task).push_back(bio);
+            off += k;
+        }
+    }
+
+    /// Submit a task's queued bios. Returns true if it must sleep for a request.
+    pub(crate) fn drain_pending(&mut self, task: Task, now: Instant) -> bool {
+        while let Some(mut bio) = self.pending_of(task).pop_front() {
+            bio.submitted_at = now;
+            let r = self
+                .queue
+                .submit_bio(now, bio, &mut self.tracer, &mut self.out);
+            if r == Submit::Sleeping {
+                self.set_blocked_on_request(task);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A page-cache bio completed.
+    pub(crate) fn buf_bio_done(&mut self, tag: u32, now: Instant) {
+        let b = self.vm.bufbios.free(tag);
+        let m = &mut self.vm.maps[b.map as usize];
+        if !b.write {
+            m.read_done(b.first, b.pages);
+            let mut i = 0;
+            while i < self.vm.page_waiters.len() {
+                let (t, map, page) = self.vm.page_waiters[i];
+                if map == b.map && self.vm.maps[map as usize].uptodate.get(page) {
+                    self.vm.page_waiters.swap_remove(i);
+                    self.wake_task(t, now);
+                } else {
+                    i += 1;
+                }
+            }
+            return;
+        }
+        let cleared = m.writeback.clear_range(b.first, b.pages);
+        self.vm.nr_writeback -= cleared;
+        if m.nr_writeback() == 0 {
+            let mut i = 0;
+            while i < self.vm.wb_waiters.len() {
+                let (t, map) = self.vm.wb_waiters[i];
+                if map == b.map && self.vm.maps[map as usize].nr_dirty() == 0 {
+                    self.vm.wb_waiters.swap_remove(i);
+                    self.wake_task(t, now);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        // clear_bdi_congested wakes congestion_wait sleepers.
+        if !self.queue.congested(false) && !self.vm.congestion_waiters.is_empty() {
+            let ws = std::mem::take(&mut self.vm.congestion_waiters);
+            for (t, _) in ws {
+                self.wake_task(t, now);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- writes
+
+    /// A buffered `write()`: `generic_perform_write` copies page by page, dirtying
+    /// each, and calls `balance_dirty_pages_ratelimited` as pages are dirtied.
+    pub(crate) fn buffered_write_step(&mut self, pi: u32, now: Instant) {
+        if self.drain_pending(pi as Task, now) {
+            return;
+        }
+        if self.procs[pi as usize].throttle.is_some() {
+            self.throttle_step(pi, now);
+            return;
+        }
+        let op = self.procs[pi as usize].buf.expect("buffered op");
+        if op.pos >= op.last {
+            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            return;
+        }
+        let ratelimit = if self.vm.dirty_exceeded {
+            8
+        } else {
+            self.vm.cfg.ratelimit
+        };
+        let p = &self.procs[pi as usize];
+        let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
+        let n = (op.last - op.pos).min(room);
+        let ino = self.vm.map_ino[op.map as usize];
+        if let Err(e) = self.fs.write_begin(ino, op.pos, n) {
+            let p = &mut self.procs[pi as usize];
+            p.result.error = Some(format!("write: {e}"));
+            p.buf.as_mut().unwrap().pos = op.last;
+            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            return;
+        }
+        let m = &mut self.vm.maps[op.map as usize];
+        let before = m.nr_cached();
+        let newly = m.write_pages(op.pos, n, now);
+        let added = m.nr_cached() - before;
+        let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
+        let gb = self.fs.get_block();
+        if gb.i_size(ino) < end_bytes {
+            gb.set_i_size(ino, end_bytes);
+        }
+        if added > 0 {
+            self.vm.note_cached(op.map, op.pos, n);
+        }
+        self.vm.account_dirtied(op.map, newly, now);
+        let cost = Duration(n * self.vm.cfg.copy_page_ns);
+        let p = &mut self.procs[pi as usize];
+        p.buf.as_mut().unwrap().pos += n;
+        p.dirtied_since_check += n;
+        if p.dirtied_since_check >= ratelimit {
+            let dirtied = p.dirtied_since_check;
+            p.dirtied_since_check = 0;
+            let chunk = iostack_mm::writeback::write_chunk(
+                self.vm.cfg.ratelimit,
+                dirtied,
+                self.vm.cfg.v2632_chunk,
+            );
+            p.throttle = Some(Throttle {
+                write_chunk: chunk,
+                pages_written: 0,
+                job: None,
+            });
+        }
+        self.vm.reclaim();
+        self.evq.schedule(now + cost, crate::world::Ev::Proc(pi));
+    }
+
+    /// `balance_dirty_pages` for task `pi`, one step at a time.
+    fn throttle_step(&mut self, pi: u32, now: Instant) {
+        let l = self.vm.cfg.limits;
+        loop {
+            let th = self.procs[pi as usize].throttle.as_mut().unwrap();
+            if let Some(job) = th.job.as_mut() {
+                let _ = job;
+                match self.wb_step(pi as Task, now) {
+                    WbStep::Continue(d) => {
+                        self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
+                        return;
+                    }
+                    WbStep::Sleep => return,
+                    WbStep::Finished => {
+                        let th = self.procs[pi as usize].throttle.as_mut().unwrap();
+                        let job = th.job.take().unwrap();
+                        th.pages_written += job.wbc.written;
+                        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
+                        if dirty <= l.dirty || th.pages_written >= th.write_chunk {
+                            self.throttle_exit(pi, now);
+                            return;
+                        }
+                        // congestion_wait(WRITE, HZ/10).
+                        self.congestion_wait(pi as Task, now);
+                        return;
+                    }
+                }
+            }
+            let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
+            if dirty <= l.dirty || dirty < (l.background + l.dirty) / 2 {
+                self.throttle_exit(pi, now);
+                return;
+            }
+            self.vm.dirty_exceeded = true;
+            if self.vm.cfg.io_less {
+                // 3.2+: the task never writes; it pauses (at most 200 ms) while
+                // the flusher works, then looks again.
+                self.kick_background(now);
+                let max_pause = Duration(200_000_000);
+                self.congestion_wait_for(pi as Task, now, max_pause);
+                return;
+            }
+            if self.vm.nr_dirty == 0 {
+                self.congestion_wait(pi as Task, now);
+                return;
+            }
+            // The dirtier writes back write_chunk pages of its bdi itself.
+            let chunk = th.write_chunk;
+            let th = self.procs[pi as usize].throttle.as_mut().unwrap();
+            th.job = Some(WbJob::new(Wbc::cyclic(chunk, false)));
+        }
+    }
+
+    fn throttle_exit(&mut self, pi: u32, now: Instant) {
+        let l = self.vm.cfg.limits;
+        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
+        if dirty < l.dirty {
+            self.vm.dirty_exceeded = false;
+        }
+        self.procs[pi as usize].throttle = None;
+        // pdflush_operation(background_writeout) / bdi_start_writeback, unless
+        // the flusher is already working this bdi.
+        if self.vm.nr_dirty > l.background {
+            self.kick_background(now);
+        }
+        self.evq.schedule(now, crate::world::Ev::Proc(pi));
+    }
+
+    fn congestion_wait(&mut self, task: Task, now: Instant) {
+        let d = Duration(1_000_000_000 / 10);
+        self.congestion_wait_for(task, now, d);
+    }
+
+    /// Sleep until write congestion clears or the timeout passes.
+    fn congestion_wait_for(&mut self, task: Task, now: Instant, d: Duration) {
+        let until = now + d;
+        self.vm.congestion_waiters.push((task, until));
+        self.set_blocked_congestion(task);
+        self.evq
+            .schedule(until, crate::world::Ev::CongestionTimeout(task));
+    }
+
+    /// The timeout of a `congestion_wait` fired.
+    pub(crate) fn congestion_timeout(&mut self, task: Task, now: Instant) {
+        if let Some(i) = self
+            .vm
+            .congestion_waiters
+            .iter()
+            .position(|&(t, until)| t == task && until == now)
+        {
+            self.vm.congestion_waiters.swap_remove(i);
+            self.wake_task(task, now);
+        }
+    }
+
+    // ---------------------------------------------------------------- fsync
+
+    /// `filemap_write_and_wait` on the task's file (fsync, fdatasync, end_fsync).
+    pub(crate) fn start_fsync(&mut self, pi: u32, map: u32) {
+        let wbc = Wbc {
+            nr_to_write: i64::MAX,
+            nonblocking: false,
+            sync_all: true,
+            older_than: None,
+            range_cyclic: false,
+            only_map: Some(map),
+            encountered_congestion: false,
+            more_io: false,
+            written: 0,
+        };
+        self.procs[pi as usize].fsync = Some(WbJob::new(wbc));
+    }
+
+    /// One step of an fsync: write the file's dirty pages, then wait for them.
+    pub(crate) fn fsync_step(&mut self, pi: u32, now: Instant) -> bool {
+        match self.wb_step(pi as Task, now) {
+            WbStep::Continue(d) => {
+                self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
+                false
+            }
+            WbStep::Sleep => false,
+            WbStep::Finished => {
+                let job = self.procs[pi as usize].fsync.take().unwrap();
+                let map = job.wbc.only_map.unwrap();
+                let p = &self.procs[pi as usize];
+                let ctx = Ctx {
+                    pid: p.pid,
+                    cpu: p.cpu,
+                };
+                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                let m = &self.vm.maps[map as usize];
+                if m.nr_writeback() > 0 || m.nr_dirty() > 0 {
+                    self.vm.wb_waiters.push((pi as Task, map));
+                    self.procs[pi as usize].blocked = Blocked::OnPage;
+                    self.procs[pi as usize].fsync_waiting = true;
+                    false
+                } else {
+                    true
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- flusher
+
+    /// Start background writeback if the flusher is idle (`pdflush_operation(
+    /// background_writeout)`, `bdi_start_background_writeback`).
+    pub(crate) fn kick_background(&mut self, now: Instant) {
+        if matches!(self.vm.flusher, FlusherState::Idle) {
+            self.vm.flusher = FlusherState::Running {
+                kupdate: false,
+                job: WbJob::new(Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush)),
+                budget: 0,
+            };
+            self.evq.schedule(now, crate::world::Ev::Flusher);
+        }
+    }
+
+    /// The periodic wakeup (`wb_kupdate` / `wb_check_old_data_flush`).
+    pub(crate) fn flusher_timer(&mut self, now: Instant) {
+        if self.cfg_interval().0 == 0 {
+            return;
+        }
+        if matches!(self.vm.flusher, FlusherState::Idle) && self.vm.nr_dirty > 0 {
+            let budget = self.vm.nr_dirty as i64;
+            let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
+            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
+            self.vm.flusher = FlusherState::Running {
+                kupdate: true,
+                job: WbJob::new(wbc),
+                budget,
+            };
+            self.evq.schedule(now, crate::world::Ev::Flusher);
+        }
+        if self.any_proc_alive() {
+            self.evq
+                .schedule(now + self.cfg_interval(), crate::world::Ev::FlusherTimer);
+        }
+    }
+
+    fn cfg_interval(&self) -> Duration {
+        self.vm.cfg.interval
+    }
+
+    /// One step of the flusher thread.
+    pub(crate) fn flusher_step(&mut self, now: Instant) {
+        match &self.vm.flusher {
+            FlusherState::Idle => return,
+            FlusherState::Waiting { kupdate, budget } => {
+                let (k, b) = (*kupdate, *budget);
+                self.next_flusher_pass(k, b, now);
+                return;
+            }
+            FlusherState::Running { .. } => {}
+        }
+        match self.wb_step(FLUSHER, now) {
+            WbStep::Continue(d) => self.evq.schedule(now + d, crate::world::Ev::Flusher),
+            WbStep::Sleep => {}
+            WbStep::Finished => {
+                let FlusherState::Running {
+                    kupdate,
+                    job,
+                    budget,
+                } = std::mem::replace(&mut self.vm.flusher, FlusherState::Idle)
+                else {
+                    unreachable!()
+                };
+                let budget = budget - job.wbc.written as i64;
+                let full = job.wbc.nr_to_write <= 0;
+                let l = self.vm.cfg.limits;
+                let more = if kupdate {
+                    budget > 0
+                } else {
+                    self.vm.nr_dirty > l.background
+                };
+                if !more || self.vm.nr_dirty == 0 {
+                    self.flusher_idle(now);
+                    return;
+                }
+                if full {
+                    self.next_flusher_pass(kupdate, budget, now);
+                } else if job.wbc.encountered_congestion || job.wbc.more_io {
+                    // congestion_wait(WRITE, HZ/10), then another pass.
+                    self.vm.flusher = FlusherState::Waiting { kupdate, budget };
+                    self.congestion_wait(FLUSHER, now);
+                } else {
+                    self.flusher_idle(now);
+                }
+            }
+        }
+    }
+
+    fn flusher_idle(&mut self, now: Instant) {
+        self.vm.flusher = FlusherState::Idle;
+        // 2.6.32 wb_check_background_flush: keep going while over the threshold.
+        if !self.vm.cfg.pdflush && self.vm.nr_dirty > self.vm.cfg.limits.background {
+            self.kick_background(now);
+        }
+    }
+
+    fn next_flusher_pass(&mut self, kupdate: bool, budget: i64, now: Instant) {
+        let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
+        if kupdate {
+            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
+        }
+        self.vm.flusher = FlusherState::Running {
+            kupdate,
+            job: WbJob::new(wbc),
+            budget,
+        };
+        self.evq.schedule(now, crate::world::Ev::Flusher);
+    }
+
+    // ---------------------------------------------------------------- writeback
+
+    fn job_of(&mut self, task: Task) -> &mut WbJob {
+        if task == FLUSHER {
+            match &mut self.vm.flusher {
+                FlusherState::Running { job, .. } => job,
+                _ => panic!("flusher has no job"),
+            }
+        } else {
+            let p = &mut self.procs[task as usize];
+            if let Some(j) = p.fsync.as_mut() {
+                return j;
+            }
+            p.throttle
+                .as_mut()
+                .and_then(|t| t.job.as_mut())
+                .expect("task has a writeback job")
+        }
+    }
+
+    /// One step of a writeback job: submit queued bios, or pick the next inode
+    /// (`generic_sync_sb_inodes`), or process one pagevec of `write_cache_pages`.
+    pub(crate) fn wb_step(&mut self, task: Task, now: Instant) -> WbStep {
+        if self.drain_pending(task, now) {
+            return WbStep::Sleep;
+        }
+        if self.job_of(task).cur.is_none() {
+            match self.wb_next_inode(task, now) {
+                Some(w) => self.job_of(task).cur = Some(w),
+                None => {
+                    // The pass is over: kick the queue so plugged I/O goes out.
+                    let (pid, cpu, _) = self.task_ids(task);
+                    self.queue
+                        .unplug(now, Ctx { pid, cpu }, &mut self.tracer, &mut self.out);
+                    return WbStep::Finished;
+                }
+            }
+        }
+        let cost = self.wcp_pagevec(task, now);
+        if self.drain_pending(task, now) {
+            return WbStep::Sleep;
+        }
+        WbStep::Continue(Duration(cost.max(1)))
+    }
+
+    /// Choose the next inode of a pass, and start `write_cache_pages` on it.
+    fn wb_next_inode(&mut self, task: Task, _now: Instant) -> Option<Wcp> {
+        let is_flusher = task == FLUSHER;
+        loop {
+            let job = self.job_of(task);
+            let wbc = job.wbc;
+            if wbc.nr_to_write <= 0 {
+                return None;
+            }
+            if let Some(map) = wbc.only_map {
+                // fsync: one pass over this mapping only.
+                if job.queued {
+                    return None;
+                }
+                job.queued = true;
+                return Some(self.wcp_begin(task, map, false, is_flusher));
+            }
+            if !job.queued {
+                job.queued = true;
+                self.vm.queue_io(wbc.older_than);
+            }
+            if wbc.nonblocking && self.queue.congested(false) {
+                self.job_of(task).wbc.encountered_congestion = true;
+                return None;
+            }
+            let map = self
+                .vm
+                .b_io
+                .pop_back()
+                .or_else(|| self.vm.b_io.pop_front())?;
+            if let Some(t) = wbc.older_than {
+                let when = self.vm.maps[map as usize]
+                    .dirtied_when
+                    .unwrap_or(Instant::ZERO);
+                if when > t {
+                    self.vm.b_dirty.push_front(map);
+                    return None;
+                }
+            }
+            if self.vm.maps[map as usize].nr_dirty() == 0 {
+                self.vm.maps[map as usize].dirtied_when = None;
+                continue;
+            }
+            match self.vm.i_sync[map as usize] {
+                Some(holder) if holder != task => {
+                    // __writeback_single_inode on an I_SYNC inode: requeue_io, and
+                    // in 2.6.28 still "start some of the data writeout".
+                    self.vm.b_more_io.push_back(map);
+                    self.job_of(task).wbc.more_io = true;
+                    if self.vm.cfg.write_locked_inodes {
+                        return Some(self.wcp_begin(task, map, false, is_flusher));
+                    }
+                    continue;
+                }
+                _ => return Some(self.wcp_begin(task, map, true, is_flusher)),
+            }
+        }
+    }
+
+    fn wcp_begin(&mut self, task: Task, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
+        if take_isync {
+            self.vm.i_sync[map as usize] = Some(task);
+        }
+        let cyclic = self.job_of(task).wbc.range_cyclic;
+        let m = &self.vm.maps[map as usize];
+        let start = if !cyclic || (self.vm.cfg.flusher_only_index && !is_flusher) {
+            0
+        } else {
+            m.writeback_index
+        };
+        Wcp {
+            map,
+            index: start,
+            end: u64::MAX,
+            start,
+            scanned: !cyclic || start == 0,
+            cycled: !cyclic || start == 0,
+            done: false,
+            done_index: start,
+            owns_isync: take_isync,
+            bio: None,
+            ext: None,
+            io_done: false,
+            mpd_written: 0,
+            da_start: start,
+            da_written: 0,
+        }
+    }
+
+    /// One `pagevec_lookup_tag` batch of `write_cache_pages` and the writepage
+    /// calls on it. Returns the CPU time used.
+    fn wcp_pagevec(&mut self, task: Task, now: Instant) -> u64 {
+        let mut w = self.job_of(task).cur.take().expect("wcp");
+        let map = w.map as usize;
+        let kind = if self.vm.map_ino[map] == u32::MAX {
+            WritepageKind::PerBuffer
+        } else {
+            self.fs.writepage_kind()
+        };
+        let wcp_break = self.vm.cfg.wcp_break;
+        let mut cost = 0u64;
+        // Look up to PAGEVEC_SIZE dirty pages from index.
+        let mut pvec = [0u64; PAGEVEC_SIZE as usize];
+        let mut n = 0usize;
+        {
+            let m = &self.vm.maps[map];
+            let mut i = w.index;
+            while n < PAGEVEC_SIZE as usize {
+                match m.dirty.next_set(i, w.end.saturating_add(1)) {
+                    Some(p) => {
+                        pvec[n] = p;
+                        n += 1;
+                        i = p + 1;
+                    }
+                    None => break,
+                }
+            }
+        }
+        if n == 0 {
+            // End of the range: range_cyclic wraps once to the start.
+            let wrap = if wcp_break { !w.cycled } else { !w.scanned };
+            if wrap && !w.done && w.start > 0 {
+                w.scanned = true;
+                w.cycled = true;
+                w.index = 0;
+                w.end = w.start - 1;
+                self.job_of(task).cur = Some(w);
+                return 1;
+            }
+            self.wcp_finish(task, w, now);
+            return 1;
+        }
+        w.scanned = true;
+        w.index = pvec[n - 1] + 1;
+        for &page in &pvec[..n] {
+            let m = &self.vm.maps[map];
+            if !m.dirty.get(page) || m.writeback.get(page) {
+                // Taken by a concurrent caller, or still under writeback.
+                continue;
+            }
+            if w.done && wcp_break {
+                break;
+            }
+            if kind == WritepageKind::Ext4Da {
+                if w.io_done {
+                    // __mpage_da_writepage after the extent was written: redirty
+                    // the rest of the pagevec and return MPAGE_DA_EXTENT_TAIL.
+                    continue;
+                }
+                match w.ext {
+                    Some((first, next)) if next != page => {
+                        // Not contiguous: map and write the extent, then stop.
+                        self.ext4_flush_extent(task, &mut w, first, next, now);
+                        w.io_done = true;
+                        w.done = true;
+                        continue;
+                    }
+                    Some((first, _)) => w.ext = Some((first, page + 1)),
+                    None => w.ext = Some((page, page + 1)),
+                }
+                // clear_page_dirty_for_io; the page stays locked in the extent,
+                // which concurrent callers see as not dirty.
+                self.take_page(map, page);
+            } else {
+                self.take_page(map, page);
+                self.writepage(task, &mut w, kind, page, now);
+            }
+            cost += self.vm.cfg.wb_page_ns;
+            w.done_index = page + 1;
+            let job = self.job_of(task);
+            job.wbc.nr_to_write -= 1;
+            job.wbc.written += 1;
+            if job.wbc.nr_to_write <= 0 && !job.wbc.sync_all {
+                w.done = true;
+            }
+            if job.wbc.nonblocking && self.queue.congested(false) {
+                self.job_of(task).wbc.encountered_congestion = true;
+                w.done = true;
+            }
+        }
+        if w.done {
+            self.wcp_finish(task, w, now);
+        } else {
+            self.job_of(task).cur = Some(w);
+        }
+        cost
+    }
+
+    /// `clear_page_dirty_for_io` + `set_page_writeback`.
+    fn take_page(&mut self, map: usize, page: u64) {
+        let m = &mut self.vm.maps[map];
+        if m.dirty.clear(page) {
+            self.vm.nr_dirty -= 1;
+        }
+        if m.writeback.set(page) {
+            self.vm.nr_writeback += 1;
+        }
+    }
+
+    /// `->writepage` of the generic writers: ext3's per-buffer bios, ext2's mpage
+    /// bios and XFS's clustered ioends.
+    fn writepage(&mut self, task: Task, w: &mut Wcp, kind: WritepageKind, page: u64, now: Instant) {
+        let map = w.map;
+        let pblk = self.map_page(map, page);
+        match kind {
+            WritepageKind::PerBuffer | WritepageKind::Ext4Da => {
+                self.queue_page_bios(task, map, page, 1, pblk, true, now);
+            }
+            WritepageKind::Mpage | WritepageKind::XfsCluster => {
+                let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
+                match w.bio {
+                    Some((first, n, pb))
+                        if first + n == page && pb + n == pblk && n < max_pages =>
+                    {
+                        w.bio = Some((first, n + 1, pb));
+                    }
+                    Some((first, n, pb)) => {
+                        self.queue_page_bios(task, map, first, n, pb, true, now);
+                        w.bio = Some((page, 1, pblk));
+                    }
+                    None => w.bio = Some((page, 1, pblk)),
+                }
+            }
+        }
+    }
+
+    /// The block of one page for writeback (allocating delayed blocks).
+    fn map_page(&mut self, map: u32, page: u64) -> u64 {
+        let ino = self.vm.map_ino[map as usize];
+        if ino == u32::MAX {
+            return page;
+        }
+        let mut runs: Vec<Run> = Vec::new();
+        match self.fs.map_for_writeback(ino, page, 1, &mut runs) {
+            Ok(_) if !runs.is_empty() => runs[0].physical + (page - runs[0].logical),
+            _ => panic!("writeback of page {page} of inode {ino}: no block mapping"),
+        }
+    }
+
+    /// ext4: `mpage_da_map_blocks` (mballoc allocates the run) and
+    /// `mpage_da_submit_io` (`ext4_da_writepage` per page, one bio per buffer).
+    fn ext4_flush_extent(&mut self, task: Task, w: &mut Wcp, first: u64, next: u64, now: Instant) {
+        let ino = self.vm.map_ino[w.map as usize];
+        let mut runs: Vec<Run> = Vec::new();
+        let mut l = first;
+        while l < next {
+            let before = runs.len();
+            match self.fs.map_for_writeback(ino, l, next - l, &mut runs) {
+                Ok(k) if k > 0 => l += k,
+                _ => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
+            }
+            debug_assert!(runs.len() > before);
+        }
+        for r in runs {
+            for i in 0..r.len {
+                self.queue_page_bios(task, w.map, r.logical + i, 1, r.physical + i, true, now);
+            }
+        }
+        w.mpd_written += next - first;
+        w.da_written += next - first;
+        w.ext = None;
+    }
+
+    /// End of one `write_cache_pages` call: flush what is open, move the cursor,
+    /// release `I_SYNC` and requeue the inode.
+    fn wcp_finish(&mut self, task: Task, mut w: Wcp, now: Instant) {
+        let is_flusher = task == FLUSHER;
+        let map = w.map;
+        let kind = if self.vm.map_ino[map as usize] == u32::MAX {
+            WritepageKind::PerBuffer
+        } else {
+            self.fs.writepage_kind()
+        };
+        if let Some((first, n, pb)) = w.bio.take() {
+            self.queue_page_bios(task, map, first, n, pb, true, now);
+        }
+        let mut again = false;
+        if let Some((first, next)) = w.ext {
+            // mpage_da_writepages: handle the last extent of pages.
+            self.ext4_flush_extent(task, &mut w, first, next, now);
+            w.io_done = true;
+        }
+        let cyclic = self.job_of(task).wbc.range_cyclic;
+        let may_move = cyclic && (!self.vm.cfg.flusher_only_index || is_flusher);
+        if may_move {
+            let m = &mut self.vm.maps[map as usize];
+            if kind == WritepageKind::Ext4Da && self.vm.cfg.ext4_index_pages_written {
+                // "ext4: Fix file fragmentation during large file write": the
+                // cursor advances by what ext4 wrote.
+                m.writeback_index = w.da_start + w.da_written;
+            } else if self.vm.cfg.wcp_break {
+                m.writeback_index = w.done_index;
+            } else {
+                m.writeback_index = w.index;
+            }
+        }
+        if kind == WritepageKind::Ext4Da
+            && self.vm.cfg.ext4_index_pages_written
+            && w.mpd_written > 0
+            && self.job_of(task).wbc.nr_to_write > 0
+            && self.vm.maps[map as usize].nr_dirty() > 0
+        {
+            // The fixed ext4_da_writepages loops for the rest of its quota.
+            again = true;
+        }
+        if again {
+            let mut nw = self.wcp_begin(task, map, false, is_flusher);
+            nw.owns_isync = w.owns_isync;
+            if !may_move {
+                nw.index = w.index;
+                nw.start = w.index;
+            }
+            nw.da_start = nw.start;
+            self.job_of(task).cur = Some(nw);
+            return;
+        }
+        if w.owns_isync {
+            self.vm.i_sync[map as usize] = None;
+            let m = &self.vm.maps[map as usize];
+            if m.nr_dirty() > 0 {
+                if !self.vm.on_lists(map) {
+                    if self.job_of(task).wbc.nr_to_write <= 0 {
+                        // Quota used up: requeue_io.
+                        self.vm.b_more_io.push_back(map);
+                        self.job_of(task).wbc.more_io = true;
+                    } else {
+                        // redirty_tail.
+                        self.vm.b_dirty.push_back(map);
+                    }
+                }
+            } else {
+                self.vm.maps[map as usize].dirtied_when = None;
+            }
+        }
+        self.job_of(task).cur = None;
+    }
+
+    /// Dirty the block device's pages the file system dirtied at mount (ext4's
+    /// lazy inode-table initialisation of the 2008 patch queue).
+    pub(crate) fn mount_dirty(&mut self, now: Instant) {
+        for (start, n) in self.fs.bdev_dirty_at_mount() {
+            let newly = self.vm.maps[0].write_pages(start, n, now);
+            self.vm.note_cached(0, start, n);
+            self.vm.account_dirtied(0, newly, now);
+        }
+    }
+}
+
+/// A throttled dirtier's `balance_dirty_pages` state.
+#[derive(Debug)]
+pub(crate) struct Throttle {
+    pub write_chunk: u64,
+    pub pages_written: u64,
+    pub job: Option<WbJob>,
+}
+
+/// One buffered read or write in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BufOp {
+    pub dir: Dir,
+    pub map: u32,
+    pub pos: u64,
+    pub last: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub issue: Instant,
+}
+
+/// The readahead state a process starts with.
+pub(crate) fn ra_state(ra_pages: u64) -> FileRaState {
+    FileRaState::new(ra_pages)
+}
