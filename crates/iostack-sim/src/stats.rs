@@ -161,10 +161,26 @@ impl ProcResult {
     }
 }
 
+/// Dirty-memory figures of a run, in pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmStats {
+    /// The most dirty pages seen after any event.
+    pub max_dirty: u64,
+    /// The most dirty + writeback pages seen after any event.
+    pub max_dirty_writeback: u64,
+    /// The hard and background limits of the run.
+    pub dirty_limit: u64,
+    pub background_limit: u64,
+    /// `ratelimit_pages`: how far a dirtier may run past a check.
+    pub ratelimit: u64,
+}
+
 /// Everything a run produced besides its traces.
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub procs: Vec<ProcResult>,
+    /// Page-cache figures of the run.
+    pub vm: VmStats,
     pub queue: QueueStats,
     pub end: Instant,
     pub events: u64,

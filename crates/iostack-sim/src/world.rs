@@ -512,6 +512,12 @@ impl Simulation {
         self.start_ready_procs(Instant::ZERO);
         let limit = Instant::ZERO + self.cfg.time_limit;
         let mut last_work = Instant::ZERO;
+        let mut vm_stats = crate::stats::VmStats {
+            dirty_limit: self.vm.cfg.limits.dirty,
+            background_limit: self.vm.cfg.limits.background,
+            ratelimit: self.vm.cfg.ratelimit,
+            ..Default::default()
+        };
         while let Some(s) = self.evq.pop() {
             if s.at > limit {
                 break;
@@ -533,6 +539,11 @@ impl Simulation {
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
             }
             self.drain_block_out(now);
+            let dirty = self.vm.nr_dirty;
+            vm_stats.max_dirty = vm_stats.max_dirty.max(dirty);
+            vm_stats.max_dirty_writeback = vm_stats
+                .max_dirty_writeback
+                .max(dirty + self.vm.nr_writeback);
         }
         // The periodic writeback timer does not extend a run.
         let end = last_work;
@@ -548,6 +559,7 @@ impl Simulation {
         let procs = self.procs.into_iter().map(|p| p.result).collect();
         let result = RunResult {
             procs,
+            vm: vm_stats,
             queue: *self.queue.stats(),
             end,
             events: self.events,

@@ -77,6 +77,8 @@ fn spec(i: usize, j: &Job, disk: &str) -> ProcSpec {
             Engine::Sync
         },
         iodepth: j.iodepth,
+        // Every other file job goes through the page cache.
+        direct: !(j.on_file && j.ios % 2 == 0),
         ..ProcSpec::direct_reader("fio", &format!("j{i}"), target, region)
     }
 }

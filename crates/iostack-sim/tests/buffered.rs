@@ -1,0 +1,185 @@
+//! Buffered I/O through the page cache: the readahead windows a sequential reader
+//! sends to the block layer, the dirty limits a throttled writer lives under, and
+//! the writeback order of a throttled dirtier and pdflush on one inode.
+
+use iostack_core::{Action, Profile, ReqFlags, TraceEvent, TraceSink, Tunables};
+use iostack_des::{Duration, Instant, Seed};
+use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
+use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Queued bios (Q) of one direction: (time, sector, sectors).
+#[derive(Default)]
+struct Queued {
+    write: bool,
+    seen: Rc<RefCell<Vec<(Instant, u64, u32)>>>,
+}
+
+impl TraceSink for Queued {
+    fn event(&mut self, ev: &TraceEvent) {
+        if let TraceEvent::Block(r) = ev {
+            if r.action == Action::Queue && r.flags.contains(ReqFlags::WRITE) == self.write {
+                self.seen
+                    .borrow_mut()
+                    .push((r.time, r.sector, r.bytes / 512));
+            }
+        }
+    }
+}
+
+/// Bytes the reader has consumed, by time.
+struct Progress(Rc<RefCell<Vec<(u64, u64)>>>);
+
+impl IoObserver for Progress {
+    fn io_done(&mut self, _p: usize, io: &IoEvent) {
+        let mut v = self.0.borrow_mut();
+        let total = v.last().map(|x| x.1).unwrap_or(0) + io.bytes;
+        v.push((io.at_ns, total));
+    }
+}
+
+fn cfg(machine_text: &str, profile: Profile, sets: &[&str], procs: Vec<ProcSpec>) -> SimConfig {
+    let m = machine::parse_file("test-machine", machine_text).unwrap();
+    let mut t = Tunables::new(profile, &tunable_tables());
+    for s in sets {
+        t.set_str(s).unwrap();
+    }
+    SimConfig {
+        scheduler: "noop".into(),
+        machine: m,
+        tunables: t,
+        seed: Seed(7),
+        procs,
+        checks: true,
+        time_limit: Duration::secs(3600),
+    }
+}
+
+fn reader(size: u64) -> ProcSpec {
+    ProcSpec {
+        direct: false,
+        ..ProcSpec::direct_reader(
+            "reader",
+            "reader",
+            Target::File {
+                path: "/mnt/test/r".into(),
+                size,
+                goal: None,
+            },
+            size,
+        )
+    }
+}
+
+#[test]
+fn sequential_reader_ramps_through_the_readahead_windows_one_window_ahead() {
+    let c = cfg(
+        "base = sata-2009\nfs = ext2\n",
+        Profile::V2_6_32,
+        &[],
+        vec![reader(8 << 20)],
+    );
+    let mut sim = Simulation::new(c).unwrap();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let prog = Rc::new(RefCell::new(Vec::new()));
+    sim.attach(Box::new(Queued {
+        write: false,
+        seen: seen.clone(),
+    }));
+    sim.observe(Box::new(Progress(prog.clone())));
+    let (r, _) = sim.run();
+    assert!(r.procs[0].error.is_none());
+    let q = seen.borrow();
+    let first = q[0].1;
+    // Windows of 4, 8, 16, 32 pages (ext2 puts its first indirect block after
+    // data block 11, so the third window starts one block later on disk).
+    let sizes: Vec<u32> = q.iter().take(5).map(|x| x.2).collect();
+    assert_eq!(sizes, [32, 64, 128, 256, 256], "{q:?}");
+    assert_eq!(q[1].1, first + 32);
+    assert_eq!(q[2].1, first + 96 + 8);
+    // Steady state: each 128 KiB window is queued when the reader has consumed
+    // everything up to the start of the previous window, one window ahead.
+    let prog = prog.borrow();
+    let mut checked = 0;
+    for (i, w) in q.iter().enumerate().skip(4) {
+        if w.0 == q[i - 1].0 {
+            // The second bio of a window split at an indirect-block boundary.
+            continue;
+        }
+        let t = w.0.as_ns();
+        let consumed = prog
+            .iter()
+            .take_while(|(at, _)| *at <= t)
+            .last()
+            .map(|x| x.1)
+            .unwrap_or(0);
+        // The window's first file byte, from its place after the previous ones.
+        let file_off: u64 = q[..i].iter().map(|x| x.2 as u64 * 512).sum();
+        let ahead = file_off - consumed;
+        assert!(
+            (128 << 10..=(128 << 10) + 4096).contains(&ahead),
+            "window {i} queued {ahead} bytes ahead of the reader"
+        );
+        checked += 1;
+    }
+    assert!(checked > 50);
+}
+
+fn writer(size: u64, bs: u64) -> ProcSpec {
+    ProcSpec {
+        direct: false,
+        read_pct: 0,
+        bs: [bs, bs],
+        fresh: true,
+        end_fsync: true,
+        pattern: Pattern::Sequential,
+        engine: Engine::Sync,
+        ..ProcSpec::direct_reader(
+            "writer",
+            "writer",
+            Target::File {
+                path: "/mnt/test/w".into(),
+                size,
+                goal: None,
+            },
+            size,
+        )
+    }
+}
+
+#[test]
+fn dirty_limits_hold_and_throttled_writers_resume() {
+    for (profile, sets) in [
+        (Profile::V2_6_28, &[][..]),
+        (Profile::V2_6_32, &[][..]),
+        (Profile::V2_6_32, &["vm/throttle=io-less"][..]),
+    ] {
+        let c = cfg(
+            "base = sata-2009\nfs = ext2\nmem_mb = 256\nmem_unavailable_mb = 32\n",
+            profile,
+            sets,
+            vec![writer(96 << 20, 1 << 20)],
+        );
+        let (r, _) = Simulation::new(c).unwrap().run();
+        let p = &r.procs[0];
+        assert!(p.error.is_none(), "{:?}", p.error);
+        // Every byte was written, and fsync left nothing dirty behind.
+        assert_eq!(p.dirs[1].bytes, 96 << 20);
+        assert!(r.vm.dirty_limit > 0 && r.vm.dirty_limit < (96 << 20) / 4096);
+        // Dirty pages stay under the hard limit, give or take what one dirtier
+        // may dirty between two checks (ratelimit_pages).
+        assert!(
+            r.vm.max_dirty <= r.vm.dirty_limit + r.vm.ratelimit,
+            "{profile:?} {sets:?}: {:?}",
+            r.vm
+        );
+        // The limit was reached: the writer was throttled and resumed.
+        assert!(
+            r.vm.max_dirty_writeback >= r.vm.background_limit,
+            "{:?}",
+            r.vm
+        );
+        assert_eq!(r.queue.bytes_queued, r.queue.bytes_completed);
+    }
+}
