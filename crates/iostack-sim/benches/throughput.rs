@@ -33,6 +33,45 @@ fn randread(machine_name: &str, sched: &str, ios: u64) -> SimConfig {
     }
 }
 
+/// One buffered sequential writer of 1 GiB in 1 MiB `write()`s through the page
+/// cache of the null machine (ext2), with `end_fsync`: every page is copied,
+/// dirtied, throttled, written back by pdflush or the dirtier, and completed.
+fn buffered_write(bytes: u64) -> SimConfig {
+    let mut m = machine::preset("null").expect("preset");
+    m.mem_bytes = 2 << 30;
+    SimConfig {
+        tunables: Tunables::new(Profile::V2_6_28, &tunable_tables()),
+        scheduler: "noop".into(),
+        seed: Seed(1),
+        procs: vec![ProcSpec {
+            direct: false,
+            read_pct: 0,
+            bs: [1 << 20, 1 << 20],
+            fresh: true,
+            end_fsync: true,
+            ..ProcSpec::direct_reader(
+                "fio",
+                "bufwrite",
+                Target::File {
+                    path: "/mnt/test/big".into(),
+                    size: bytes,
+                    goal: None,
+                },
+                bytes,
+            )
+        }],
+        checks: false,
+        time_limit: Duration::secs(1 << 20),
+        machine: m,
+    }
+}
+
+fn run_write(cfg: SimConfig) -> u64 {
+    let (r, _) = Simulation::new(cfg).expect("config").run();
+    assert!(r.procs[0].error.is_none(), "{:?}", r.procs[0].error);
+    r.procs[0].dirs[1].bytes
+}
+
 fn run(cfg: SimConfig) -> u64 {
     let (r, _) = Simulation::new(cfg).expect("config").run();
     let ios = r.procs[0].dirs[0].ios;
@@ -76,6 +115,11 @@ fn benches(c: &mut Criterion) {
             run,
             BatchSize::LargeInput,
         )
+    });
+    // Simulated megabytes (MiB) per wall second for the page-cache write path.
+    g.throughput(Throughput::Bytes(1 << 30));
+    g.bench_function("null/buffered-seq-write-1GiB", |b| {
+        b.iter_batched(|| buffered_write(1 << 30), run_write, BatchSize::LargeInput)
     });
     g.finish();
 }
