@@ -1,13 +1,17 @@
 //! Device models behind one small trait, as a driver sees its hardware: a command
 //! goes in, and some time later it completes. Each model declares its hardware
 //! limits and queue depth; the block layer's driver glue never looks inside.
+//! Models: `Fixed` (fixed latency), `hdd` (mechanical disk), `raid0` (hardware
+//! RAID0 controller over member disks).
 
 mod fixed;
 pub mod hdd;
 pub mod presets;
+pub mod raid0;
 
 pub use fixed::{Fixed, FixedParams};
 pub use presets::{DeviceSpec, PRESETS};
+pub use raid0::{Raid0, Raid0Params};
 
 use iostack_core::Sector;
 use iostack_des::Instant;

@@ -1,10 +1,12 @@
 //! Named device presets for the seeds' hardware. A preset is data: a parameter set
 //! with its source; `DeviceSpec::build` turns it into a model.
 //!
-//! HDD presets live in `hdd::presets()`, next to the model they parameterise.
+//! HDD presets live in `hdd::presets()` and RAID0 presets in `raid0::presets()`,
+//! next to the models they parameterise.
 
 use crate::fixed::{Fixed, FixedParams};
 use crate::hdd::{Hdd, HddParams};
+use crate::raid0::{Raid0, Raid0Params};
 use crate::{Device, HwLimits};
 use iostack_des::Rng;
 
@@ -12,6 +14,7 @@ use iostack_des::Rng;
 pub enum DeviceSpec {
     Fixed(FixedParams),
     Hdd(HddParams),
+    Raid0(Raid0Params),
 }
 
 impl DeviceSpec {
@@ -19,6 +22,7 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Fixed(p) => Box::new(Fixed::new(p.clone())),
             DeviceSpec::Hdd(p) => Box::new(Hdd::new(p.clone(), rng)),
+            DeviceSpec::Raid0(p) => Box::new(Raid0::new(p.clone(), rng)),
         }
     }
 }
@@ -86,17 +90,26 @@ pub fn lookup(name: &str) -> Option<DeviceSpec> {
         _ => crate::hdd::presets()
             .into_iter()
             .find(|(n, _, _)| *n == name)
-            .map(|(_, p, _)| DeviceSpec::Hdd(p)),
+            .map(|(_, p, _)| DeviceSpec::Hdd(p))
+            .or_else(|| {
+                crate::raid0::presets()
+                    .into_iter()
+                    .find(|(n, _, _)| *n == name)
+                    .map(|(_, p, _)| DeviceSpec::Raid0(p))
+            }),
     }
 }
 
-/// All preset names with descriptions, fixed ones first.
+/// All preset names with descriptions: fixed ones first, then HDDs, then RAID0.
 pub fn list() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = PRESETS
         .iter()
         .map(|(n, d)| (n.to_string(), d.to_string()))
         .collect();
     for (n, _, d) in crate::hdd::presets() {
+        v.push((n.to_string(), d.to_string()));
+    }
+    for (n, _, d) in crate::raid0::presets() {
         v.push((n.to_string(), d.to_string()));
     }
     v

@@ -5,5 +5,6 @@
 pub mod blkparse;
 pub mod blktrace;
 pub mod dd;
+pub mod filefrag;
 pub mod fio;
 pub mod ftrace;

@@ -104,6 +104,11 @@ struct Wcp {
     /// ext4 `ext4_da_writepages`: the cursor it started from and what it wrote.
     da_start: u64,
     da_written: u64,
+    /// The pagevec being worked through, and the next entry.
+    pvec: Vec<u64>,
+    pvec_pos: usize,
+    /// XFS `xfs_cluster_write`: the next page the cluster will probe.
+    cluster: Option<u64>,
 }
 
 /// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
@@ -138,7 +143,7 @@ pub(crate) enum FlusherState {
     /// A background (`for_background`) or kupdate (`for_kupdate`) pass.
     Running {
         kupdate: bool,
-        job: WbJob,
+        job: Box<WbJob>,
         /// kupdate: pages left to write this wakeup.
         budget: i64,
     },
@@ -759,7 +764,10 @@ impl Simulation {
         if matches!(self.vm.flusher, FlusherState::Idle) {
             self.vm.flusher = FlusherState::Running {
                 kupdate: false,
-                job: WbJob::new(Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush)),
+                job: Box::new(WbJob::new(Wbc::cyclic(
+                    MAX_WRITEBACK_PAGES,
+                    self.vm.cfg.pdflush,
+                ))),
                 budget: 0,
             };
             self.evq.schedule(now, crate::world::Ev::Flusher);
@@ -777,7 +785,7 @@ impl Simulation {
             wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
             self.vm.flusher = FlusherState::Running {
                 kupdate: true,
-                job: WbJob::new(wbc),
+                job: Box::new(WbJob::new(wbc)),
                 budget,
             };
             self.evq.schedule(now, crate::world::Ev::Flusher);
@@ -855,7 +863,7 @@ impl Simulation {
         }
         self.vm.flusher = FlusherState::Running {
             kupdate,
-            job: WbJob::new(wbc),
+            job: Box::new(WbJob::new(wbc)),
             budget,
         };
         self.evq.schedule(now, crate::world::Ev::Flusher);
@@ -992,6 +1000,9 @@ impl Simulation {
             mpd_written: 0,
             da_start: start,
             da_written: 0,
+            pvec: Vec::with_capacity(PAGEVEC_SIZE as usize),
+            pvec_pos: 0,
+            cluster: None,
         }
     }
 
@@ -1007,46 +1018,99 @@ impl Simulation {
         };
         let wcp_break = self.vm.cfg.wcp_break;
         let mut cost = 0u64;
-        // Look up to PAGEVEC_SIZE dirty pages from index.
-        let mut pvec = [0u64; PAGEVEC_SIZE as usize];
-        let mut n = 0usize;
-        {
+        if let Some(next) = w.cluster {
+            // xfs_cluster_write / xfs_convert_page: keep adding the following
+            // dirty pages to the ioend, one bio's worth per step, while the
+            // quota lasts and the pages are contiguous and dirty.
+            let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
+            let mut p = next;
+            let mut stop = false;
+            for _ in 0..max_pages {
+                let m = &self.vm.maps[map];
+                if p >= m.size_pages || !m.dirty.get(p) || m.writeback.get(p) {
+                    stop = true;
+                    break;
+                }
+                if self.job_of(task).wbc.nr_to_write <= 0 {
+                    stop = true;
+                    break;
+                }
+                self.take_page(map, p);
+                self.writepage(task, &mut w, kind, p, now);
+                cost += self.vm.cfg.wb_page_ns;
+                let job = self.job_of(task);
+                job.wbc.nr_to_write -= 1;
+                job.wbc.written += 1;
+                p += 1;
+            }
+            w.done_index = w.done_index.max(p);
+            w.cluster = if stop { None } else { Some(p) };
+            if w.cluster.is_none() {
+                if let Some((first, n, pb)) = w.bio.take() {
+                    self.queue_page_bios(task, w.map, first, n, pb, true, now);
+                }
+            }
+            let job = self.job_of(task);
+            if job.wbc.nr_to_write <= 0 && !job.wbc.sync_all {
+                w.done = true;
+            }
+            if job.wbc.nonblocking && self.queue.congested(false) {
+                self.job_of(task).wbc.encountered_congestion = true;
+                w.done = true;
+            }
+            if w.done && (wcp_break || w.pvec_pos >= w.pvec.len()) {
+                self.wcp_finish(task, w, now);
+            } else {
+                self.job_of(task).cur = Some(w);
+            }
+            return cost.max(1);
+        }
+        if w.pvec_pos >= w.pvec.len() {
+            if w.done {
+                self.wcp_finish(task, w, now);
+                return 1;
+            }
+            // pagevec_lookup_tag: up to PAGEVEC_SIZE dirty pages from index.
+            w.pvec.clear();
+            w.pvec_pos = 0;
             let m = &self.vm.maps[map];
             let mut i = w.index;
-            while n < PAGEVEC_SIZE as usize {
+            while w.pvec.len() < PAGEVEC_SIZE as usize {
                 match m.dirty.next_set(i, w.end.saturating_add(1)) {
                     Some(p) => {
-                        pvec[n] = p;
-                        n += 1;
+                        w.pvec.push(p);
                         i = p + 1;
                     }
                     None => break,
                 }
             }
-        }
-        if n == 0 {
-            // End of the range: range_cyclic wraps once to the start.
-            let wrap = if wcp_break { !w.cycled } else { !w.scanned };
-            if wrap && !w.done && w.start > 0 {
-                w.scanned = true;
-                w.cycled = true;
-                w.index = 0;
-                w.end = w.start - 1;
-                self.job_of(task).cur = Some(w);
+            if w.pvec.is_empty() {
+                // End of the range: range_cyclic wraps once to the start.
+                let wrap = if wcp_break { !w.cycled } else { !w.scanned };
+                if wrap && !w.done && w.start > 0 {
+                    w.scanned = true;
+                    w.cycled = true;
+                    w.index = 0;
+                    w.end = w.start - 1;
+                    self.job_of(task).cur = Some(w);
+                    return 1;
+                }
+                self.wcp_finish(task, w, now);
                 return 1;
             }
-            self.wcp_finish(task, w, now);
-            return 1;
+            w.scanned = true;
+            w.index = *w.pvec.last().unwrap() + 1;
         }
-        w.scanned = true;
-        w.index = pvec[n - 1] + 1;
-        for &page in &pvec[..n] {
+        while w.pvec_pos < w.pvec.len() {
+            let page = w.pvec[w.pvec_pos];
+            w.pvec_pos += 1;
             let m = &self.vm.maps[map];
             if !m.dirty.get(page) || m.writeback.get(page) {
                 // Taken by a concurrent caller, or still under writeback.
                 continue;
             }
             if w.done && wcp_break {
+                w.pvec_pos = w.pvec.len();
                 break;
             }
             if kind == WritepageKind::Ext4Da {
@@ -1085,8 +1149,13 @@ impl Simulation {
                 self.job_of(task).wbc.encountered_congestion = true;
                 w.done = true;
             }
+            if kind == WritepageKind::XfsCluster && !w.done {
+                // The cluster goes on from the next page in later steps.
+                w.cluster = Some(page + 1);
+                break;
+            }
         }
-        if w.done {
+        if w.done && (wcp_break || w.pvec_pos >= w.pvec.len()) && w.cluster.is_none() {
             self.wcp_finish(task, w, now);
         } else {
             self.job_of(task).cur = Some(w);
