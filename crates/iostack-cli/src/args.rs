@@ -71,6 +71,18 @@ pub const FLAGS: &[Flag] = &[
         doc: "write blkparse's default text output to FILE (- for stdout)",
     },
     Flag {
+        long: "filefrag",
+        takes: Takes::Value("FILE"),
+        repeat: true,
+        doc: "after the run, print `filefrag FILE` for a simulated file (its extent count)",
+    },
+    Flag {
+        long: "filefrag-v",
+        takes: Takes::Value("FILE"),
+        repeat: true,
+        doc: "after the run, print `filefrag -v FILE` for a simulated file (its extent map)",
+    },
+    Flag {
         long: "layout",
         takes: Takes::Value("PATH=SIZE[@BLOCK]"),
         repeat: true,

@@ -25,6 +25,8 @@ const COMMON: &[&str] = &[
     "blkparse",
     "check",
     "layout",
+    "filefrag",
+    "filefrag-v",
     "help",
 ];
 const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"];
@@ -327,6 +329,7 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     let seed = cfg.seed;
     let disk = cfg.machine.disk;
     let disk_name = cfg.machine.disk_name.clone();
+    let fs_name = cfg.machine.fs.name().to_string();
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
     if !["normal", "json", "old"].contains(&fmt.as_str()) {
         return Err(format!(
@@ -374,6 +377,14 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
             );
         }
         Report::Dd => print!("{}", crate::sinks::dd_report(&result, seed, hash)),
+    }
+    for (flag, verbose) in [("filefrag", false), ("filefrag-v", true)] {
+        for path in p.all(flag) {
+            print!(
+                "{}",
+                crate::sinks::filefrag(&result, path, verbose, &fs_name)?
+            );
+        }
     }
     if let Some(e) = err {
         return Err(e);

@@ -43,7 +43,13 @@ pub fn blkparse_text(sinks: &mut Vec<Box<dyn TraceSink>>) -> String {
 pub fn dd_report(r: &RunResult, seed: Seed, hash: u64) -> String {
     let mut s = format!("# iostack {}\n", provenance(seed, hash));
     for p in r.procs.iter().filter(|p| p.comm == "dd") {
-        let d = &p.dirs[0];
+        // dd if=/dev/zero of=FILE: the records read from /dev/zero are the
+        // records written.
+        let d = if p.dirs[0].ios == 0 {
+            &p.dirs[1]
+        } else {
+            &p.dirs[0]
+        };
         let full = d.ios - d.short;
         let secs = p.runtime().as_ns() as f64 / 1e9;
         let out = if p.dirs[1].ios > 0 {
@@ -59,6 +65,42 @@ pub fn dd_report(r: &RunResult, seed: Seed, hash: u64) -> String {
         ));
     }
     s
+}
+
+/// `filefrag [-v] PATH` over a file's simulated layout.
+pub fn filefrag(r: &RunResult, path: &str, verbose: bool, fs: &str) -> Result<String, String> {
+    use iostack_report::filefrag::{render_fs, FragExtent, FsInfo};
+    let f = r.files.iter().find(|f| f.path == path).ok_or_else(|| {
+        let have: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
+        format!(
+            "--filefrag {path}: no such simulated file (the run used: {})",
+            have.join(", ")
+        )
+    })?;
+    let n = f.extents.len();
+    let ext: Vec<FragExtent> = f
+        .extents
+        .iter()
+        .enumerate()
+        .map(|(i, &(logical, physical, len))| FragExtent {
+            logical,
+            physical,
+            len,
+            last: i + 1 == n,
+        })
+        .collect();
+    let blocks: u64 = f.extents.iter().map(|e| e.1 + e.2).max().unwrap_or(0);
+    let info = match fs {
+        "ext2" | "ext3" => FsInfo::ext2(blocks.max(1)),
+        // XFS_SUPER_MAGIC "XFSB".
+        "xfs" => FsInfo {
+            f_type: 0x5846_5342,
+            f_blocks: 0,
+            indirect: false,
+        },
+        _ => FsInfo::EXT4,
+    };
+    Ok(render_fs(&info, path, f.size, f.block_size, &ext, verbose))
 }
 
 /// Sinks for one variant of an experiment: its trace format, and blktrace files

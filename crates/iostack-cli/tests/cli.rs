@@ -153,8 +153,8 @@ fn bad_input_is_a_clear_error() {
             "no experiment named 'seed-999'",
         ),
         (
-            vec!["dd", "if=/mnt/test/x", "of=/dev/null", "bs=64k"],
-            "without iflag=direct",
+            vec!["dd", "if=/mnt/test/x", "of=/mnt/test/y", "bs=64k"],
+            "iostack simulates dd reading",
         ),
         (
             vec![
@@ -177,6 +177,18 @@ fn bad_input_is_a_clear_error() {
             "No such file",
         ),
         (vec!["run", "/nonexistent.fio"], "/nonexistent.fio"),
+        (
+            vec![
+                "dd",
+                "if=/dev/zero",
+                "of=/mnt/test/y",
+                "bs=1M",
+                "count=1",
+                "--filefrag",
+                "/mnt/test/z",
+            ],
+            "--filefrag /mnt/test/z: no such simulated file",
+        ),
     ] {
         let (ok, _, err) = iostack(&args);
         assert!(!ok, "{args:?} should fail");

@@ -187,6 +187,13 @@ pub const METRICS: &[(&str, MetricFn)] = &[
     ("read_MBps", |r, j| aggregate_kib_per_s(r, 0, j) / 1024.0),
     ("write_MBps", |r, j| aggregate_kib_per_s(r, 1, j) / 1024.0),
     ("elapsed_us", |r, _| r.end.as_ns() as f64 / 1000.0),
+    ("extents", |r, j| {
+        r.files
+            .iter()
+            .find(|f| j.is_none_or(|j| f.job == j))
+            .map(|f| f.extent_count() as f64)
+            .unwrap_or(0.0)
+    }),
 ];
 
 pub fn metric(name: &str) -> Option<MetricFn> {

@@ -94,15 +94,31 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
         .clone()
         .ok_or("dd: reading standard input is not simulated; give if=")?;
     let output = dd.output.clone().unwrap_or_else(|| "/dev/null".into());
-    if !dd.iflag.direct {
-        return Err(format!(
-            "dd: if={input} without iflag=direct is buffered I/O, which iostack does not \
-             model yet (the page cache comes with the buffered-I/O work)"
-        ));
+    if input == "/dev/zero" && output != "/dev/null" {
+        // A writer: dd if=/dev/zero of=FILE bs=.. count=.. [oflag=direct]
+        // [conv=fsync|fdatasync]. Reading /dev/zero costs no I/O.
+        let bs = dd.obs;
+        let io_size = dd
+            .input_limit()
+            .ok_or("dd: if=/dev/zero without count= writes forever; give count=")?;
+        let offset = dd.seek_offset();
+        let target = target_of(&output, offset + io_size, m)?;
+        return Ok(vec![ProcSpec {
+            bs: [bs, bs],
+            offset,
+            io_size,
+            read_pct: 0,
+            direct: dd.oflag.direct,
+            // dd truncates and rewrites its output unless conv=notrunc.
+            fresh: !dd.conv.notrunc && !output.starts_with("/dev/"),
+            end_fsync: dd.conv.fsync || dd.conv.fdatasync,
+            ..ProcSpec::direct_reader("dd", "dd", target, offset + io_size)
+        }]);
     }
     if output != "/dev/null" {
         return Err(format!(
-            "dd: of={output}: only of=/dev/null is simulated so far (reads only)"
+            "dd: if={input} of={output}: iostack simulates dd reading a file or device \
+             into /dev/null, or writing /dev/zero into a file or device"
         ));
     }
     let bs = dd.ibs;
@@ -114,6 +130,7 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
         bs: [bs, bs],
         offset,
         io_size,
+        direct: dd.iflag.direct,
         ..ProcSpec::direct_reader("dd", "dd", target, io_size)
     }])
 }

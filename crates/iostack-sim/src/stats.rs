@@ -161,6 +161,35 @@ impl ProcResult {
     }
 }
 
+/// A file's on-disk layout after the run (what FIEMAP reports).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileLayout {
+    pub path: String,
+    /// The job (process name) that first used the file.
+    pub job: String,
+    pub size: u64,
+    pub block_size: u32,
+    /// Mapped runs in logical order: (logical block, physical block, blocks),
+    /// physically contiguous neighbours merged.
+    pub extents: Vec<(u64, u64, u64)>,
+}
+
+impl FileLayout {
+    /// Extents as filefrag counts them for a file without holes: a new one
+    /// wherever the next run does not start where the previous one ended.
+    pub fn extent_count(&self) -> u64 {
+        let mut n = 0;
+        let mut expected: Option<u64> = None;
+        for &(_, p, len) in &self.extents {
+            if expected != Some(p) {
+                n += 1;
+            }
+            expected = Some(p + len);
+        }
+        n
+    }
+}
+
 /// Dirty-memory figures of a run, in pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VmStats {
@@ -181,6 +210,8 @@ pub struct RunResult {
     pub procs: Vec<ProcResult>,
     /// Page-cache figures of the run.
     pub vm: VmStats,
+    /// Layout of every file the processes used, in process order.
+    pub files: Vec<FileLayout>,
     pub queue: QueueStats,
     pub end: Instant,
     pub events: u64,

@@ -555,11 +555,38 @@ impl Simulation {
                 "block layer not idle after all processes finished"
             );
         }
+        let mut files: Vec<crate::stats::FileLayout> = Vec::new();
+        let mut seen: Vec<u32> = Vec::new();
+        for p in &self.procs {
+            if let (Backing::File(ino), Target::File { path, .. }) = (p.backing, &p.spec.target) {
+                if seen.contains(&ino) || p.spec.io_size == 0 && p.spec.group == u32::MAX {
+                    continue;
+                }
+                seen.push(ino);
+                let mut extents: Vec<(u64, u64, u64)> = Vec::new();
+                for r in self.fs.fiemap(ino) {
+                    match extents.last_mut() {
+                        Some(l) if l.0 + l.2 == r.logical && l.1 + l.2 == r.physical => {
+                            l.2 += r.len
+                        }
+                        _ => extents.push((r.logical, r.physical, r.len)),
+                    }
+                }
+                files.push(crate::stats::FileLayout {
+                    path: path.clone(),
+                    job: p.spec.name.clone(),
+                    size: self.fs.get_block().i_size(ino),
+                    block_size: self.cfg.machine.fs_block_size,
+                    extents,
+                });
+            }
+        }
         let observer = self.observer.take();
         let procs = self.procs.into_iter().map(|p| p.result).collect();
         let result = RunResult {
             procs,
             vm: vm_stats,
+            files,
             queue: *self.queue.stats(),
             end,
             events: self.events,
