@@ -40,6 +40,10 @@ pub struct Experiment {
     /// What the experiment can and cannot show, printed with the results.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Before/after pairs of variants whose changes are compared; by default the
+    /// first variant against each other one.
+    #[serde(default)]
+    pub compare: Vec<[String; 2]>,
 }
 
 /// A file laid out before the workload runs.
@@ -76,6 +80,9 @@ pub struct Variant {
     /// Machine-file lines for this variant (after the experiment's).
     #[serde(default)]
     pub machine_set: Vec<String>,
+    /// `${VAR}` values the fio job file sees in this variant.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -131,6 +138,15 @@ pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
         toml::from_str(text).map_err(|e| SimError(format!("{path}: {}", e.to_string().trim())))?;
     if e.variants.is_empty() {
         return Err(SimError(format!("{path}: experiment has no [[variant]]")));
+    }
+    for pair in &e.compare {
+        for n in pair {
+            if !e.variants.iter().any(|v| &v.name == n) {
+                return Err(SimError(format!(
+                    "{path}: compare names variant '{n}', which the experiment does not have"
+                )));
+            }
+        }
     }
     if e.workload.dd.is_some() == e.workload.fio.is_some() {
         return Err(SimError(format!(
@@ -255,7 +271,7 @@ impl Experiment {
         let mut work = match (&self.workload.dd, fio_text) {
             (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
             (None, Some((path, text))) => {
-                frontend::fio_procs_from_text(path, text, &m)
+                frontend::fio_procs_from_text_env(path, text, &m, v.env.clone())
                     .map_err(SimError)?
                     .procs
             }
@@ -339,8 +355,17 @@ impl Experiment {
                 .iter()
                 .filter(|r| r.metric == m.name && r.published.is_some())
                 .collect();
-            let Some(base) = mine.first() else { continue };
-            for r in &mine[1..] {
+            let pairs: Vec<(&Row, &Row)> = if self.compare.is_empty() {
+                let Some(base) = mine.first() else { continue };
+                mine[1..].iter().map(|r| (*base, *r)).collect()
+            } else {
+                let find = |n: &str| mine.iter().find(|r| r.variant == n).copied();
+                self.compare
+                    .iter()
+                    .filter_map(|[a, b]| Some((find(a)?, find(b)?)))
+                    .collect()
+            };
+            for (base, r) in pairs {
                 let pb = base.published.expect("filtered");
                 let pr = r.published.expect("filtered");
                 let pub_ratio = ratio(pr, pb);

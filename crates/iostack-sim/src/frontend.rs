@@ -150,7 +150,17 @@ pub fn fio_env(
 
 /// Parse a job file given as text, purely: includes are not available.
 pub fn fio_procs_from_text(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
-    let mut env = fio_env(m, Default::default());
+    fio_procs_from_text_env(path, text, m, Default::default())
+}
+
+/// As `fio_procs_from_text`, with `${VAR}` values for the job file.
+pub fn fio_procs_from_text_env(
+    path: &str,
+    text: &str,
+    m: &Machine,
+    vars: std::collections::BTreeMap<String, String>,
+) -> Result<Procs, String> {
+    let mut env = fio_env(m, vars);
     let mut files = std::collections::BTreeMap::new();
     files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
     env.files = Some(files);

@@ -116,6 +116,11 @@ pub const MACHINES: &[(&str, &str)] = &[
          as sdb, ext3 on sdb1, 4 CPUs",
     ),
     (
+        "raid0-2008",
+        "seed 001: a 2008 server with a 4-drive hardware RAID0 (raid0-4x-2008 preset) as \
+         sdb, ext4 on the whole array, 4 CPUs, 4 GiB of memory",
+    ),
+    (
         "null",
         "null block device nullb0 (1 us per command, depth 256), ext2 on the whole disk, \
          2 CPUs",
@@ -200,6 +205,18 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
             m.disk_name = "sdb".into();
             m.disk = DevT::new(8, 16);
             m.partition = Some((17, 2048));
+            Ok(m)
+        }
+        "raid0-2008" => {
+            let mut m = base(name, "raid0-4x-2008")?;
+            m.disk_name = "sdb".into();
+            m.disk = DevT::new(8, 16);
+            m.partition = None;
+            m.fs = FsKind::Ext4;
+            m.mem_bytes = 4 << 30;
+            m.mem_unavailable_bytes = 512 << 20;
+            // The seed's kernel (2.6.27 with the ext4 patch queue) defaulted to CFQ.
+            m.scheduler = "cfq".into();
             Ok(m)
         }
         "null" => {
