@@ -563,8 +563,9 @@ impl Hdd {
     /// the read-ahead is done and no command waits.
     fn advance_bg(&mut self, now: u64) {
         while self.wce() && !self.dirty.is_empty() && self.n_media == 0 && self.n_wait == 0 {
-            // Idle: the mechanism, the read-ahead and the host link all done.
-            let mut tau = self.free_at.max(self.link_free);
+            // Idle: the mechanism and the read-ahead done. The host link runs
+            // independently of the media, so destaging does not wait for it.
+            let mut tau = self.free_at;
             if let Some((t_end, _)) = self.stream_end() {
                 tau = tau.max(t_end);
             }
