@@ -226,6 +226,8 @@ pub struct RequestQueue {
     count: [u32; 2],
     full: [bool; 2],
     congested: [bool; 2],
+    /// Allocators woken inside `attempt_merge`, retried after the merge.
+    deferred_wakes: Vec<BioId>,
     waiters: [VecDeque<Waiter>; 2],
     iocs: BTreeMap<u32, IoContext>,
     /// `q->in_flight[sync]`: requests the driver has taken.
@@ -266,6 +268,7 @@ impl RequestQueue {
             count: [0; 2],
             full: [false; 2],
             congested: [false; 2],
+            deferred_wakes: Vec::new(),
             waiters: [VecDeque::new(), VecDeque::new()],
             iocs: BTreeMap::new(),
             in_flight: [0; 2],
@@ -306,6 +309,11 @@ impl RequestQueue {
     pub fn allocated(&self) -> u32 {
         self.count[0] + self.count[1]
     }
+    /// Bios asleep in `get_request_wait`, by pool (async, sync).
+    pub fn sleepers(&self) -> [usize; 2] {
+        [self.waiters[0].len(), self.waiters[1].len()]
+    }
+
     /// True when nothing is queued, in flight or waiting.
     pub fn idle(&self) -> bool {
         self.rqs.live() == 0 && self.bios.live() == 0
@@ -403,6 +411,7 @@ impl RequestQueue {
                 };
                 if merged {
                     self.make_request_out(now, ctx, unplug, tr, out);
+                    self.run_deferred_wakes(now, tr, out);
                     return Submit::Queued;
                 }
             }
@@ -425,6 +434,13 @@ impl RequestQueue {
                 self.generic_unplug_device_locked(now, ctx, tr, out);
                 Submit::Sleeping
             }
+        }
+    }
+
+    /// Sleepers woken by a request freed in a request-to-request merge.
+    fn run_deferred_wakes(&mut self, now: Instant, tr: &mut Tracer, out: &mut BlockOut) {
+        while let Some(bio) = self.deferred_wakes.pop() {
+            self.retry_sleeper(now, bio, tr, out);
         }
     }
 
@@ -655,8 +671,12 @@ impl RequestQueue {
         self.rqhash_del_key(n.end_sector(), next);
         self.last_merge = Some(req);
         self.stats.request_merges += 1;
-        // __blk_put_request(q, next): not started, so no completion accounting.
-        self.free_request(next);
+        // __blk_put_request(q, next): not started, so no completion accounting;
+        // freed_request may wake a sleeping allocator, who retries once the
+        // submitter holding the queue lock is done.
+        if let Some(bio) = self.free_request(next) {
+            self.deferred_wakes.push(bio);
+        }
         true
     }
 

@@ -39,16 +39,26 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         include_str!("../../../experiments/seed-000.toml"),
     ),
     (
+        "seed-001.toml",
+        include_str!("../../../experiments/seed-001.toml"),
+    ),
+    (
         "seed-002.toml",
         include_str!("../../../experiments/seed-002.toml"),
     ),
 ];
 
 /// Job files the built-in experiments refer to.
-const BUILTIN_FILES: &[(&str, &str)] = &[(
-    "experiments/seed-000.fio",
-    include_str!("../../../experiments/seed-000.fio"),
-)];
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    (
+        "experiments/seed-000.fio",
+        include_str!("../../../experiments/seed-000.fio"),
+    ),
+    (
+        "experiments/seed-001.fio",
+        include_str!("../../../experiments/seed-001.fio"),
+    ),
+];
 
 fn usage() -> String {
     format!(

@@ -5,10 +5,20 @@
 //! indirect block just before the data it maps, as `ext3_alloc_blocks` does.
 //! `dio` is `fs/direct-io.c`: it turns one O_DIRECT read or write into bios, with
 //! the kernel versions' boundary handling as switchable variants.
+//!
+//! `extent_fs` is the interface of the file systems that allocate at writeback
+//! (delayed allocation): `ext4` (with `mballoc`, the multiblock allocator) and
+//! `xfs`.
 
 pub mod dio;
 pub mod ext2;
+pub mod ext4;
+pub mod extent_fs;
+pub mod mballoc;
 mod rawdev;
+pub mod xfs;
+
+pub use extent_fs::{ExtentFs, FileExtent};
 
 pub use rawdev::RawBdev;
 mod tunables;
@@ -63,6 +73,8 @@ pub enum FsError {
         align: u64,
     },
     TooLarge(u64),
+    /// `-EINVAL`: a request or parameter the file system rejects.
+    Invalid(String),
 }
 
 impl std::fmt::Display for FsError {
@@ -81,6 +93,7 @@ impl std::fmt::Display for FsError {
                     "file of {s} bytes exceeds the ext2 triple-indirect limit"
                 )
             }
+            FsError::Invalid(m) => write!(f, "invalid request (EINVAL): {m}"),
         }
     }
 }

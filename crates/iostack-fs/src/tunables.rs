@@ -12,6 +12,14 @@ pub const DIO_WRITE_FLAGS: &[&str] = &[
     "WRITE_ODIRECT_PLUG",
 ];
 
+/// mballoc versions (`crate::mballoc::MbVariant`).
+pub const EXT4_MBALLOC: &[&str] = &["2.6.28", "2.6.30"];
+
+/// The 2.6.28-era profiles: ext4 as in the October 2008 patch queue.
+fn ext4_2008(p: Profile) -> bool {
+    p <= Profile::V2_6_28
+}
+
 pub static TUNABLES: &[TunableDef] = &[
     TunableDef {
         name: "dio/boundary",
@@ -50,5 +58,112 @@ pub static TUNABLES: &[TunableDef] = &[
         max: 32_000,
         doc: "Inode-table blocks at the start of each block group (8192 inodes of \
               256 bytes at 4 KiB blocks = 512), after the bitmaps.",
+    },
+    TunableDef {
+        name: "fs/ext4/mballoc",
+        unit: Unit::Enum(EXT4_MBALLOC),
+        default: |p| if ext4_2008(p) { 0 } else { 1 },
+        min: 0,
+        max: 1,
+        doc: "ext4 multiblock allocator version. 2.6.28: the October 2008 patch queue \
+              as merged in 2.6.28: s_mb_last_group/start is updated by every data \
+              allocation and used as the goal only for files smaller than \
+              mb_stream_req; criterion 0 skips BLOCK_UNINIT groups; a file's first \
+              goal is its inode's group start plus a pid colour plus the logical \
+              block. 2.6.30 (to 2.6.37): 4ba74d00 (stream allocations of files larger \
+              than mb_stream_req start from, and update, the global last allocation \
+              point), a4912123 (data avoids the first group of a flex group, files \
+              start in its second group) and 50797481 (no preallocation for the tail \
+              of a closed file).",
+    },
+    TunableDef {
+        name: "fs/ext4/mb_stream_req",
+        unit: Unit::Count,
+        default: |_| 16,
+        min: 0,
+        max: 1 << 24,
+        doc: "mballoc mb_stream_req (blocks): files smaller than this share per-CPU \
+              locality-group preallocation; larger ones get inode preallocation \
+              (and, from 2.6.30, stream allocation).",
+    },
+    TunableDef {
+        name: "fs/ext4/mb_group_prealloc",
+        unit: Unit::Count,
+        default: |_| 512,
+        min: 1,
+        max: 1 << 24,
+        doc: "mballoc mb_group_prealloc (blocks): size of a locality-group \
+              preallocation for small files.",
+    },
+    TunableDef {
+        name: "fs/ext4/mb_max_to_scan",
+        unit: Unit::Count,
+        default: |_| 200,
+        min: 1,
+        max: 1 << 24,
+        doc: "mballoc mb_max_to_scan: free extents measured before the best found \
+              so far is taken (ext4_mb_check_limits).",
+    },
+    TunableDef {
+        name: "fs/ext4/mb_min_to_scan",
+        unit: Unit::Count,
+        default: |_| 10,
+        min: 0,
+        max: 1 << 24,
+        doc: "mballoc mb_min_to_scan: free extents measured before a good-enough \
+              one is taken (ext4_mb_check_limits).",
+    },
+    TunableDef {
+        name: "fs/ext4/mb_order2_req",
+        unit: Unit::Count,
+        default: |_| 2,
+        min: 0,
+        max: 32,
+        doc: "mballoc mb_order2_req: power-of-two requests of at least 2^(n-1) \
+              blocks try the buddy scan (criterion 0) first.",
+    },
+    TunableDef {
+        name: "fs/ext4/max_writeback_run_blocks",
+        unit: Unit::Count,
+        default: |p| if ext4_2008(p) { 32768 } else { 2048 },
+        min: 1,
+        max: 1 << 32,
+        doc: "Longest delalloc run ext4 writeback maps in one ext4_get_blocks call \
+              (blocks). 2.6.28: no limit in mpage_add_bh_to_extent for extent files, \
+              only ext4_ext_get_blocks's EXT_INIT_MAX_LEN (32768); mballoc's \
+              normalisation still returns at most the 8 MiB window per call. \
+              2.6.32-2.6.37: 8 MiB ('Don't go larger than mballoc is willing to \
+              allocate'), 2048 blocks at 4 KiB.",
+    },
+    TunableDef {
+        name: "fs/ext4/lazy_itable_init",
+        unit: Unit::Bool,
+        default: |p| i64::from(ext4_2008(p)),
+        min: 0,
+        max: 1,
+        doc: "mke2fs -E lazy_itable_init=1 with the 2008 patch queue's in-kernel \
+              inode-table zeroing: after mount, the inode tables of all INODE_UNINIT \
+              groups (all but group 0) are dirtied in the block device's page cache \
+              (the writeback load seen in seed 001). 2.6.37's ext4lazyinit thread is \
+              not modelled.",
+    },
+    TunableDef {
+        name: "fs/ext4/flex_bg_log",
+        unit: Unit::Count,
+        default: |_| 4,
+        min: 0,
+        max: 16,
+        doc: "log2 of block groups per flex group (mke2fs -G; 4 = 16 groups). 0 \
+              disables flex_bg: bitmaps and inode table at the start of each group.",
+    },
+    TunableDef {
+        name: "fs/xfs/writeio_log",
+        unit: Unit::Count,
+        default: |_| 16,
+        min: 12,
+        max: 30,
+        doc: "XFS m_writeio_log: a buffered write past EOF reserves delalloc blocks \
+              to the next 2^n-byte boundary (XFS_WRITEIO_LOG_LARGE = 16, 64 KiB; the \
+              allocsize mount option).",
     },
 ];

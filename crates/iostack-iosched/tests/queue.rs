@@ -279,3 +279,48 @@ fn deadline_expired_fifo_head_breaks_the_sector_sweep() {
         "served at position {pos}: {issued:?}"
     );
 }
+
+#[test]
+fn a_request_freed_by_a_request_merge_wakes_a_sleeping_allocator() {
+    // nr_requests = 8, so the batcher may hold 12 requests and the 13th allocator
+    // sleeps (get_request_wait unplugs first, which dispatches the two fillers).
+    // Five bios then fill the gaps between request pairs; each back merge is
+    // followed by attempt_back_merge, which frees the pair's second request
+    // (__blk_put_request → freed_request). The fifth free takes the pool below
+    // nr_requests and must wake the sleeper, whose bio then gets a request.
+    let mut h = harness(
+        "deadline",
+        1,
+        &["queue/nr_requests=8", "queue/unplug_thresh=100"],
+    );
+    let mut t = 0;
+    for sector in [100u64, 200] {
+        assert_eq!(h.bio(t, sector, 8, ReqFlags::WRITE), Submit::Queued);
+        t += 1;
+    }
+    let pairs = [1000u64, 2000, 3000, 4000, 5000];
+    for base in pairs {
+        for off in [0u64, 16] {
+            assert_eq!(h.bio(t, base + off, 8, ReqFlags::WRITE), Submit::Queued);
+            t += 1;
+        }
+    }
+    assert_eq!(h.bio(t, 900_000, 8, ReqFlags::WRITE), Submit::Sleeping);
+    for base in pairs {
+        t += 1;
+        let r = h.bio(t, base + 8, 8, ReqFlags::WRITE);
+        assert_eq!(r, Submit::Queued, "{base}: {}", h.actions());
+    }
+    assert_eq!(h.out.woken, vec![900_000], "the sleeper was woken");
+    h.unplug(t + 1);
+    h.run();
+    let issued = h.issued();
+    assert!(issued.contains(&900_000), "{issued:?}");
+    let completed = h
+        .log
+        .borrow()
+        .iter()
+        .filter(|r| r.action == Action::Complete)
+        .count();
+    assert_eq!(completed, 2 + pairs.len() + 1);
+}

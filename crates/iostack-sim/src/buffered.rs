@@ -10,7 +10,7 @@
 
 use crate::fsys::{Run, WritepageKind};
 use crate::workload::Dir;
-use crate::world::{Blocked, Simulation, Task, FLUSHER};
+use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
 use iostack_block::{Bio, Ctx, Slab, Submit};
 use iostack_core::ReqFlags;
 use iostack_des::{Duration, Instant};
@@ -182,6 +182,22 @@ pub(crate) struct Vm {
     pub page_waiters: Vec<(Task, u32, u64)>,
     /// Tasks waiting for a mapping's writeback to finish (fsync).
     pub wb_waiters: Vec<(Task, u32)>,
+    pub lazy: LazyInit,
+}
+
+/// The file system's background zeroing of inode tables through the block
+/// device's page cache (ext4's lazy inode-table initialisation of the 2008
+/// patch queue): a kernel task that dirties one range at a time and is throttled
+/// in `balance_dirty_pages` like any writer.
+#[derive(Debug, Default)]
+pub(crate) struct LazyInit {
+    pub ranges: Vec<(u64, u64)>,
+    pub idx: usize,
+    pub off: u64,
+    pub dirtied_since: u64,
+    pub throttle: Option<Throttle>,
+    pub pending: VecDeque<Bio>,
+    pub pid: u32,
 }
 
 impl Vm {
@@ -206,6 +222,7 @@ impl Vm {
             congestion_waiters: Vec::new(),
             page_waiters: Vec::new(),
             wb_waiters: Vec::new(),
+            lazy: LazyInit::default(),
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
@@ -259,7 +276,8 @@ impl Vm {
             return;
         }
         let low = self.cfg.mem_pages - self.cfg.mem_pages / 8;
-        let mut budget = self.lru.len();
+        // Scan a bounded batch per call, as shrink_zone does per priority pass.
+        let mut budget = self.lru.len().min(256);
         while self.nr_cached > low && budget > 0 {
             budget -= 1;
             let Some((map, first, n)) = self.lru.pop_front() else {
@@ -554,7 +572,7 @@ impl Simulation {
             return;
         }
         if self.procs[pi as usize].throttle.is_some() {
-            self.throttle_step(pi, now);
+            self.throttle_step(pi as Task, now);
             return;
         }
         let op = self.procs[pi as usize].buf.expect("buffered op");
@@ -613,37 +631,55 @@ impl Simulation {
         self.evq.schedule(now + cost, crate::world::Ev::Proc(pi));
     }
 
-    /// `balance_dirty_pages` for task `pi`, one step at a time.
-    fn throttle_step(&mut self, pi: u32, now: Instant) {
+    fn throttle_of(&mut self, task: Task) -> &mut Option<Throttle> {
+        if task == LAZYINIT {
+            &mut self.vm.lazy.throttle
+        } else {
+            &mut self.procs[task as usize].throttle
+        }
+    }
+
+    /// Run a task's next step at `at`.
+    pub(crate) fn schedule_task(&mut self, task: Task, at: Instant) {
+        let ev = match task {
+            FLUSHER => crate::world::Ev::Flusher,
+            LAZYINIT => crate::world::Ev::LazyInit,
+            p => crate::world::Ev::Proc(p),
+        };
+        self.evq.schedule(at, ev);
+    }
+
+    /// `balance_dirty_pages` for a dirtying task, one step at a time.
+    fn throttle_step(&mut self, task: Task, now: Instant) {
         let l = self.vm.cfg.limits;
         loop {
-            let th = self.procs[pi as usize].throttle.as_mut().unwrap();
-            if let Some(job) = th.job.as_mut() {
-                let _ = job;
-                match self.wb_step(pi as Task, now) {
+            let th = self.throttle_of(task).as_mut().unwrap();
+            if th.job.is_some() {
+                match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
-                        self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
+                        self.schedule_task(task, now + d);
                         return;
                     }
                     WbStep::Sleep => return,
                     WbStep::Finished => {
-                        let th = self.procs[pi as usize].throttle.as_mut().unwrap();
+                        let th = self.throttle_of(task).as_mut().unwrap();
                         let job = th.job.take().unwrap();
                         th.pages_written += job.wbc.written;
+                        let done = th.pages_written >= th.write_chunk;
                         let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-                        if dirty <= l.dirty || th.pages_written >= th.write_chunk {
-                            self.throttle_exit(pi, now);
+                        if dirty <= l.dirty || done {
+                            self.throttle_exit(task, now);
                             return;
                         }
                         // congestion_wait(WRITE, HZ/10).
-                        self.congestion_wait(pi as Task, now);
+                        self.congestion_wait(task, now);
                         return;
                     }
                 }
             }
             let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
             if dirty <= l.dirty || dirty < (l.background + l.dirty) / 2 {
-                self.throttle_exit(pi, now);
+                self.throttle_exit(task, now);
                 return;
             }
             self.vm.dirty_exceeded = true;
@@ -652,33 +688,33 @@ impl Simulation {
                 // the flusher works, then looks again.
                 self.kick_background(now);
                 let max_pause = Duration(200_000_000);
-                self.congestion_wait_for(pi as Task, now, max_pause);
+                self.congestion_wait_for(task, now, max_pause);
                 return;
             }
             if self.vm.nr_dirty == 0 {
-                self.congestion_wait(pi as Task, now);
+                self.congestion_wait(task, now);
                 return;
             }
             // The dirtier writes back write_chunk pages of its bdi itself.
+            let th = self.throttle_of(task).as_mut().unwrap();
             let chunk = th.write_chunk;
-            let th = self.procs[pi as usize].throttle.as_mut().unwrap();
             th.job = Some(WbJob::new(Wbc::cyclic(chunk, false)));
         }
     }
 
-    fn throttle_exit(&mut self, pi: u32, now: Instant) {
+    fn throttle_exit(&mut self, task: Task, now: Instant) {
         let l = self.vm.cfg.limits;
         let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
         if dirty < l.dirty {
             self.vm.dirty_exceeded = false;
         }
-        self.procs[pi as usize].throttle = None;
+        *self.throttle_of(task) = None;
         // pdflush_operation(background_writeout) / bdi_start_writeback, unless
         // the flusher is already working this bdi.
         if self.vm.nr_dirty > l.background {
             self.kick_background(now);
         }
-        self.evq.schedule(now, crate::world::Ev::Proc(pi));
+        self.schedule_task(task, now);
     }
 
     fn congestion_wait(&mut self, task: Task, now: Instant) {
@@ -831,7 +867,7 @@ impl Simulation {
                 } else {
                     self.vm.nr_dirty > l.background
                 };
-                if !more || self.vm.nr_dirty == 0 {
+                if !more || self.vm.nr_dirty == 0 || !self.any_proc_alive() {
                     self.flusher_idle(now);
                     return;
                 }
@@ -851,7 +887,10 @@ impl Simulation {
     fn flusher_idle(&mut self, now: Instant) {
         self.vm.flusher = FlusherState::Idle;
         // 2.6.32 wb_check_background_flush: keep going while over the threshold.
-        if !self.vm.cfg.pdflush && self.vm.nr_dirty > self.vm.cfg.limits.background {
+        if !self.vm.cfg.pdflush
+            && self.vm.nr_dirty > self.vm.cfg.limits.background
+            && self.any_proc_alive()
+        {
             self.kick_background(now);
         }
     }
@@ -872,6 +911,15 @@ impl Simulation {
     // ---------------------------------------------------------------- writeback
 
     fn job_of(&mut self, task: Task) -> &mut WbJob {
+        if task == LAZYINIT {
+            return self
+                .vm
+                .lazy
+                .throttle
+                .as_mut()
+                .and_then(|t| t.job.as_mut())
+                .expect("lazyinit has a writeback job");
+        }
         if task == FLUSHER {
             match &mut self.vm.flusher {
                 FlusherState::Running { job, .. } => job,
@@ -1312,14 +1360,70 @@ impl Simulation {
         self.job_of(task).cur = None;
     }
 
-    /// Dirty the block device's pages the file system dirtied at mount (ext4's
-    /// lazy inode-table initialisation of the 2008 patch queue).
+    /// Start the file system's background inode-table zeroing, if it has any.
     pub(crate) fn mount_dirty(&mut self, now: Instant) {
-        for (start, n) in self.fs.bdev_dirty_at_mount() {
-            let newly = self.vm.maps[0].write_pages(start, n, now);
-            self.vm.note_cached(0, start, n);
-            self.vm.account_dirtied(0, newly, now);
+        let ranges = self.fs.bdev_dirty_at_mount();
+        if !ranges.is_empty() {
+            self.vm.lazy.ranges = ranges;
+            let pid = self.vm.lazy.pid;
+            self.tracer.process(pid, "ext4lazyinit");
+            self.schedule_task(LAZYINIT, now);
         }
+    }
+
+    /// One step of the inode-table zeroing: dirty the next pages of the block
+    /// device (up to the ratelimit), then `balance_dirty_pages`.
+    pub(crate) fn lazyinit_step(&mut self, now: Instant) {
+        if self.drain_pending(LAZYINIT, now) {
+            return;
+        }
+        if self.vm.lazy.throttle.is_some() {
+            self.throttle_step(LAZYINIT, now);
+            return;
+        }
+        // A kernel thread does not keep the run alive.
+        if !self.any_proc_alive() {
+            return;
+        }
+        let lz = &mut self.vm.lazy;
+        let Some(&(start, len)) = lz.ranges.get(lz.idx) else {
+            return;
+        };
+        let ratelimit = if self.vm.dirty_exceeded {
+            8
+        } else {
+            self.vm.cfg.ratelimit
+        };
+        let n = (len - lz.off)
+            .min(ratelimit.saturating_sub(lz.dirtied_since))
+            .max(1);
+        let first = start + lz.off;
+        lz.off += n;
+        if lz.off >= len {
+            lz.idx += 1;
+            lz.off = 0;
+        }
+        lz.dirtied_since += n;
+        let newly = self.vm.maps[0].write_pages(first, n, now);
+        self.vm.note_cached(0, first, n);
+        self.vm.account_dirtied(0, newly, now);
+        let cost = Duration(n * self.vm.cfg.copy_page_ns);
+        if self.vm.lazy.dirtied_since >= ratelimit {
+            let dirtied = self.vm.lazy.dirtied_since;
+            self.vm.lazy.dirtied_since = 0;
+            let chunk = iostack_mm::writeback::write_chunk(
+                self.vm.cfg.ratelimit,
+                dirtied,
+                self.vm.cfg.v2632_chunk,
+            );
+            self.vm.lazy.throttle = Some(Throttle {
+                write_chunk: chunk,
+                pages_written: 0,
+                job: None,
+            });
+        }
+        self.vm.reclaim();
+        self.schedule_task(LAZYINIT, now + cost);
     }
 }
 

@@ -4,7 +4,7 @@
 //! writeback). The direct-I/O path reaches the same object through `GetBlock`.
 
 use iostack_fs::ext2::Ext2;
-use iostack_fs::{FsError, GetBlock};
+use iostack_fs::{ExtentFs, FileExtent, FsError, GetBlock};
 
 /// One mapped run of a file, in file-system blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +133,73 @@ impl SimFs for Ext2Fs {
     }
 }
 
+/// ext4 or XFS: blocks are reserved at `write()` and placed at writeback.
+pub struct DelallocFs<T: ExtentFs> {
+    pub fs: T,
+    pub kind: WritepageKind,
+}
+
+fn run_of(e: &FileExtent) -> Run {
+    Run {
+        logical: e.logical,
+        physical: e.physical,
+        len: e.len,
+    }
+}
+
+impl<T: ExtentFs> SimFs for DelallocFs<T> {
+    fn name(&self) -> &'static str {
+        self.fs.fs_name()
+    }
+    fn get_block(&mut self) -> &mut dyn GetBlock {
+        &mut self.fs
+    }
+    fn lookup(&self, name: &str) -> Option<u32> {
+        self.fs.lookup(name)
+    }
+    /// fio's layout phase writes the file; on a fresh file system that is what
+    /// allocating it block run by block run through `get_block` gives.
+    fn layout(&mut self, name: &str, size: u64, _goal: Option<u64>) -> Result<u32, FsError> {
+        let ino = self.fs.create(name)?;
+        let bs = self.fs.block_size() as u64;
+        let blocks = size.div_ceil(bs);
+        let mut l = 0;
+        while l < blocks {
+            let m = self.fs.get_block(ino, l, blocks - l, true)?;
+            l += m.count.max(1);
+        }
+        self.fs.set_i_size(ino, size);
+        Ok(ino)
+    }
+    fn create(&mut self, name: &str) -> Result<u32, FsError> {
+        self.fs.create(name)
+    }
+    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+        self.fs.delalloc_reserve(ino, lblk, n)
+    }
+    fn map_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<Run>,
+    ) -> Result<u64, FsError> {
+        let mut v: Vec<FileExtent> = Vec::new();
+        let k = self.fs.map_for_writeback(ino, lblk, n, &mut v)?;
+        out.extend(v.iter().map(run_of));
+        Ok(k)
+    }
+    fn fiemap(&self, ino: u32) -> Vec<Run> {
+        self.fs.fiemap(ino).iter().map(run_of).collect()
+    }
+    fn writepage_kind(&self) -> WritepageKind {
+        self.kind
+    }
+    fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
+        self.fs.mount_dirty_bdev_ranges()
+    }
+}
+
 /// The machine's file system, made as `mkfs` would on the partition.
 pub fn build(
     m: &crate::machine::Machine,
@@ -152,9 +219,31 @@ pub fn build(
             }),
             ext3: m.fs == FsKind::Ext3,
         })),
-        FsKind::Ext4 | FsKind::Xfs => Err(crate::world::SimError(format!(
-            "file system {} is not available in this build",
-            m.fs.name()
-        ))),
+        FsKind::Ext4 => {
+            let p = iostack_fs::ext4::Ext4Params::from_tunables(
+                m.fs_block_size,
+                fs_sectors * 512 / bs,
+                t,
+            );
+            let fs = iostack_fs::ext4::Ext4::new(p)
+                .map_err(|e| crate::world::SimError(format!("mkfs.ext4: {e}")))?;
+            Ok(Box::new(DelallocFs {
+                fs,
+                kind: WritepageKind::Ext4Da,
+            }))
+        }
+        FsKind::Xfs => {
+            let p = iostack_fs::xfs::XfsParams::from_tunables(
+                m.fs_block_size,
+                fs_sectors * 512 / bs,
+                t,
+            );
+            let fs = iostack_fs::xfs::Xfs::new(p)
+                .map_err(|e| crate::world::SimError(format!("mkfs.xfs: {e}")))?;
+            Ok(Box::new(DelallocFs {
+                fs,
+                kind: WritepageKind::XfsCluster,
+            }))
+        }
     }
 }

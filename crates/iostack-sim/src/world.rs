@@ -21,6 +21,8 @@ use std::fmt;
 pub(crate) type Task = u32;
 /// The flusher thread (pdflush or flush-MAJ:MIN).
 pub(crate) const FLUSHER: Task = 0x3fff_ffff;
+/// The file system's inode-table zeroing thread.
+pub(crate) const LAZYINIT: Task = 0x3fff_fffe;
 
 /// One completed I/O as a process saw it.
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +94,8 @@ pub(crate) enum Ev {
     FlusherTimer,
     /// A `congestion_wait` timed out.
     CongestionTimeout(Task),
+    /// The inode-table zeroing thread takes its next step.
+    LazyInit,
 }
 
 /// Where a process's I/O lands.
@@ -290,6 +294,7 @@ impl Simulation {
         }
         let mut vm = Vm::new(vm_cfg);
         vm.flusher_pid = flusher_pid;
+        vm.lazy.pid = flusher_pid + 1;
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
@@ -537,6 +542,7 @@ impl Simulation {
                 Ev::Flusher => self.flusher_step(now),
                 Ev::FlusherTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
+                Ev::LazyInit => self.lazyinit_step(now),
             }
             self.drain_block_out(now);
             let dirty = self.vm.nr_dirty;
@@ -552,7 +558,18 @@ impl Simulation {
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {
             assert!(
                 self.queue.idle(),
-                "block layer not idle after all processes finished"
+                "block layer not idle after all processes finished: {} requests, plugged \
+                 {}, flusher {:?} pending {}, lazyinit pending {} throttled {}, congestion \
+                 waiters {:?}, sleepers {:?}, stats {:?}",
+                self.queue.allocated(),
+                self.queue.is_plugged(),
+                std::mem::discriminant(&self.vm.flusher),
+                self.flusher_pending.len(),
+                self.vm.lazy.pending.len(),
+                self.vm.lazy.throttle.is_some(),
+                self.vm.congestion_waiters,
+                self.queue.sleepers(),
+                self.queue.stats(),
             );
         }
         let mut files: Vec<crate::stats::FileLayout> = Vec::new();
@@ -604,9 +621,9 @@ impl Simulation {
         for i in 0..self.out.woken.len() {
             let owner = self.out.woken[i];
             let p = (owner >> 32) as u32;
-            if p == FLUSHER {
+            if p == FLUSHER || p == LAZYINIT {
                 let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-                self.evq.schedule(at, Ev::Flusher);
+                self.schedule_task(p, at);
                 continue;
             }
             let proc_ = &mut self.procs[p as usize];
@@ -1013,6 +1030,8 @@ impl Simulation {
     pub(crate) fn pending_of(&mut self, task: Task) -> &mut VecDeque<iostack_block::Bio> {
         if task == FLUSHER {
             &mut self.flusher_pending
+        } else if task == LAZYINIT {
+            &mut self.vm.lazy.pending
         } else {
             &mut self.procs[task as usize].pending
         }
@@ -1022,6 +1041,8 @@ impl Simulation {
     pub(crate) fn task_ids(&self, task: Task) -> (u32, u32, (u8, u8)) {
         if task == FLUSHER {
             (self.vm.flusher_pid, self.cfg.machine.irq_cpu, (2, 4))
+        } else if task == LAZYINIT {
+            (self.vm.lazy.pid, self.cfg.machine.irq_cpu, (2, 4))
         } else {
             let p = &self.procs[task as usize];
             (p.pid, p.cpu, p.spec.ioprio)
@@ -1029,13 +1050,13 @@ impl Simulation {
     }
 
     pub(crate) fn set_blocked_on_request(&mut self, task: Task) {
-        if task != FLUSHER {
+        if task != FLUSHER && task != LAZYINIT {
             self.procs[task as usize].blocked = Blocked::OnRequest;
         }
     }
 
     pub(crate) fn set_blocked_congestion(&mut self, task: Task) {
-        if task != FLUSHER {
+        if task != FLUSHER && task != LAZYINIT {
             self.procs[task as usize].blocked = Blocked::OnCongestion;
         }
     }
@@ -1043,8 +1064,8 @@ impl Simulation {
     /// Wake a task that slept on a page, a request or congestion.
     pub(crate) fn wake_task(&mut self, task: Task, now: Instant) {
         let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-        if task == FLUSHER {
-            self.evq.schedule(at, Ev::Flusher);
+        if task == FLUSHER || task == LAZYINIT {
+            self.schedule_task(task, at);
             return;
         }
         let p = &mut self.procs[task as usize];
