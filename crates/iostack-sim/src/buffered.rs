@@ -1319,13 +1319,15 @@ impl Simulation {
                 m.writeback_index = w.index;
             }
         }
+        let sync_all = self.job_of(task).wbc.sync_all;
         if kind == WritepageKind::Ext4Da
-            && self.vm.cfg.ext4_index_pages_written
+            && (self.vm.cfg.ext4_index_pages_written || sync_all)
             && w.mpd_written > 0
             && self.job_of(task).wbc.nr_to_write > 0
             && self.vm.maps[map as usize].nr_dirty() > 0
         {
-            // The fixed ext4_da_writepages loops for the rest of its quota.
+            // The fixed ext4_da_writepages loops for the rest of its quota; a
+            // data-integrity pass (fsync) goes on until the range is clean.
             again = true;
         }
         if again {

@@ -202,6 +202,10 @@ pub const METRICS: &[(&str, MetricFn)] = &[
     ("write_KBps", |r, j| aggregate_kib_per_s(r, 1, j)),
     ("read_MBps", |r, j| aggregate_kib_per_s(r, 0, j) / 1024.0),
     ("write_MBps", |r, j| aggregate_kib_per_s(r, 1, j) / 1024.0),
+    // Decimal megabytes (10^6 bytes) per second, as dd and most tools print.
+    ("write_MB_s", |r, j| {
+        aggregate_kib_per_s(r, 1, j) * 1024.0 / 1e6
+    }),
     ("elapsed_us", |r, _| r.end.as_ns() as f64 / 1000.0),
     ("extents", |r, j| {
         r.files
