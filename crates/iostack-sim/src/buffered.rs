@@ -117,6 +117,8 @@ pub(crate) struct WbJob {
     pub wbc: Wbc,
     cur: Option<Wcp>,
     queued: bool,
+    /// This pass already met the inodes another task was writing.
+    saw_locked: bool,
 }
 
 impl WbJob {
@@ -125,6 +127,7 @@ impl WbJob {
             wbc,
             cur: None,
             queued: false,
+            saw_locked: false,
         }
     }
 }
@@ -174,6 +177,9 @@ pub(crate) struct Vm {
     b_more_io: VecDeque<u32>,
     /// `I_SYNC` holder of each mapping.
     i_sync: Vec<Option<Task>>,
+    /// Mappings under `I_SYNC`: they stay on `b_io` while written
+    /// (`__sync_single_inode` moves them only when done), so other passes meet them.
+    syncing: Vec<u32>,
     pub flusher: FlusherState,
     pub flusher_pid: u32,
     /// Tasks in `congestion_wait`, with their timeout.
@@ -217,6 +223,7 @@ impl Vm {
             b_io: VecDeque::new(),
             b_more_io: VecDeque::new(),
             i_sync: Vec::new(),
+            syncing: Vec::new(),
             flusher: FlusherState::Idle,
             flusher_pid: 0,
             congestion_waiters: Vec::new(),
@@ -987,6 +994,27 @@ impl Simulation {
                 self.job_of(task).wbc.encountered_congestion = true;
                 return None;
             }
+            if !self.job_of(task).saw_locked {
+                self.job_of(task).saw_locked = true;
+                let held = self
+                    .vm
+                    .syncing
+                    .iter()
+                    .copied()
+                    .find(|&m| self.vm.i_sync[m as usize].is_some_and(|h| h != task));
+                if let Some(map) = held {
+                    // __writeback_single_inode on an I_SYNC inode: requeue_io,
+                    // and in 2.6.28 still "start some of the data writeout".
+                    if !self.vm.b_more_io.contains(&map) {
+                        self.vm.b_more_io.push_back(map);
+                    }
+                    self.job_of(task).wbc.more_io = true;
+                    if self.vm.cfg.write_locked_inodes && self.vm.maps[map as usize].nr_dirty() > 0
+                    {
+                        return Some(self.wcp_begin(task, map, false, is_flusher));
+                    }
+                }
+            }
             let map = self
                 .vm
                 .b_io
@@ -1022,8 +1050,9 @@ impl Simulation {
     }
 
     fn wcp_begin(&mut self, task: Task, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
-        if take_isync {
+        if take_isync && self.vm.i_sync[map as usize].is_none() {
             self.vm.i_sync[map as usize] = Some(task);
+            self.vm.syncing.push(map);
         }
         let cyclic = self.job_of(task).wbc.range_cyclic;
         let m = &self.vm.maps[map as usize];
@@ -1343,9 +1372,14 @@ impl Simulation {
         }
         if w.owns_isync {
             self.vm.i_sync[map as usize] = None;
+            self.vm.syncing.retain(|&m| m != map);
+            // The inode leaves whatever list it is on and is placed anew.
+            self.vm.b_more_io.retain(|&m| m != map);
+            self.vm.b_io.retain(|&m| m != map);
+            self.vm.b_dirty.retain(|&m| m != map);
             let m = &self.vm.maps[map as usize];
             if m.nr_dirty() > 0 {
-                if !self.vm.on_lists(map) {
+                {
                     if self.job_of(task).wbc.nr_to_write <= 0 {
                         // Quota used up: requeue_io.
                         self.vm.b_more_io.push_back(map);
