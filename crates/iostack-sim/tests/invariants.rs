@@ -100,8 +100,13 @@ proptest! {
         nr_requests in prop_oneof![Just(4u32), Just(8), Just(128)],
         seed in any::<u64>(),
         boundary in prop_oneof![Just("per-chunk"), Just("last-chunk")],
+        fs in prop_oneof![Just("ext2"), Just("ext3"), Just("ext4"), Just("xfs")],
     ) {
-        let m = machine::preset(machine_name).unwrap();
+        let mut m = machine::preset(machine_name).unwrap();
+        if machine_name == "sata-2009" {
+            // The page cache and writeback over every file system.
+            m = machine::parse_file("m", &format!("base = sata-2009\nfs = {fs}\n")).unwrap();
+        }
         let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
         t.set("queue/nr_requests", &nr_requests.to_string()).unwrap();
         t.set("dio/boundary", boundary).unwrap();
