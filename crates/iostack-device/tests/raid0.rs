@@ -2,13 +2,14 @@
 //! command streams, write-cache backpressure, the seed 001 calibration and the
 //! scaling of random reads with the members.
 
-use iostack_des::{Instant, Rng, Seed};
+use iostack_des::{Rng, Seed};
 use iostack_device::hdd::Hdd;
 use iostack_device::presets::{list, lookup};
 use iostack_device::raid0::{presets, Piece, Raid0, Raid0Params};
-use iostack_device::{Device, DeviceCmd, DeviceSpec};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use iostack_device::{Device, DeviceSpec};
+mod common;
+
+use common::{drive, Io, Rec};
 
 fn preset() -> Raid0Params {
     match lookup("raid0-4x-2008") {
@@ -19,110 +20,6 @@ fn preset() -> Raid0Params {
 
 fn build(p: &Raid0Params, seed: u64) -> Raid0 {
     Raid0::new(p.clone(), Rng::stream(Seed(seed), "raid0"))
-}
-
-/// One command as the test issues it.
-#[derive(Clone, Copy, Debug)]
-struct Io {
-    sector: u64,
-    sectors: u32,
-    write: bool,
-    fua: bool,
-}
-
-/// What happened to one command.
-#[derive(Clone, Copy, Debug)]
-struct Rec {
-    submit: u64,
-    done: u64,
-}
-
-/// A driver that checks the contract: every command reported exactly once, at
-/// or after the poll that reports it and its own submission, and completed at
-/// that instant. Commands arrive at the given instants (or when the queue has
-/// room, whichever is later), in order.
-fn drive(dev: &mut dyn Device, qd: u32, ios: &[(u64, Io)]) -> Vec<Rec> {
-    assert!(qd <= dev.queue_depth());
-    let mut recs: Vec<Option<Rec>> = vec![None; ios.len()];
-    let mut submit_at: HashMap<u64, u64> = HashMap::new();
-    let mut reported: HashMap<u64, u64> = HashMap::new();
-    let mut events: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
-    let mut out = Vec::new();
-    let mut next = 0usize;
-    let mut in_dev = 0u32;
-    let mut now = 0u64;
-    let mut backlog: VecDeque<usize> = VecDeque::new();
-
-    let mut poll = |dev: &mut dyn Device,
-                    now: u64,
-                    events: &mut BinaryHeap<Reverse<(u64, u64)>>,
-                    reported: &mut HashMap<u64, u64>,
-                    submit_at: &HashMap<u64, u64>| {
-        out.clear();
-        dev.poll(Instant(now), &mut out);
-        for &(at, id) in &out {
-            assert!(
-                at.0 >= now,
-                "completion {} reported in the past ({now})",
-                at.0
-            );
-            let s = *submit_at.get(&id).expect("reported an unknown command");
-            assert!(at.0 >= s, "completion before submission");
-            assert!(
-                reported.insert(id, at.0).is_none(),
-                "command {id} reported twice"
-            );
-            events.push(Reverse((at.0, id)));
-        }
-    };
-
-    loop {
-        let t_arr = ios.get(next).map(|x| x.0.max(now));
-        let t_done = events.peek().map(|Reverse((t, _))| *t);
-        let arrival_first = match (t_arr, t_done) {
-            (None, None) => break,
-            (Some(a), Some(d)) => a < d,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-        };
-        if arrival_first {
-            now = t_arr.unwrap();
-            backlog.push_back(next);
-            next += 1;
-        } else {
-            let Reverse((t, id)) = events.pop().unwrap();
-            now = t;
-            dev.complete(Instant(now), id);
-            in_dev -= 1;
-            recs[id as usize] = Some(Rec {
-                submit: submit_at[&id],
-                done: t,
-            });
-            poll(dev, now, &mut events, &mut reported, &submit_at);
-        }
-        while in_dev < qd {
-            let Some(i) = backlog.pop_front() else { break };
-            let io = ios[i].1;
-            submit_at.insert(i as u64, now);
-            dev.submit(
-                Instant(now),
-                DeviceCmd {
-                    id: i as u64,
-                    sector: io.sector,
-                    sectors: io.sectors,
-                    write: io.write,
-                    fua: io.fua,
-                },
-            );
-            in_dev += 1;
-            poll(dev, now, &mut events, &mut reported, &submit_at);
-        }
-    }
-    assert_eq!(in_dev, 0);
-    recs.into_iter()
-        .enumerate()
-        .map(|(i, r)| r.unwrap_or_else(|| panic!("command {i} never completed")))
-        .collect()
 }
 
 /// Closed loop: all commands available at time 0, `qd` in flight.
