@@ -8,12 +8,13 @@
 //! of copied pages) per step, paying the CPU cost of that work in virtual time, so
 //! two writeback callers on one inode interleave as they do on two CPUs.
 
-use crate::fsys::{Run, WritepageKind};
+use crate::fsys::WritepageKind;
 use crate::workload::Dir;
 use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
 use iostack_block::{Bio, Ctx, Slab, Submit};
 use iostack_core::ReqFlags;
 use iostack_des::{Duration, Instant};
+use iostack_fs::FileExtent;
 use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
 use iostack_mm::{ondemand_readahead, AddressSpace, DirtyLimits, FileRaState, RaWindow};
 use std::collections::{BTreeMap, VecDeque};
@@ -1284,7 +1285,7 @@ impl Simulation {
         if ino == u32::MAX {
             return page;
         }
-        let mut runs: Vec<Run> = Vec::new();
+        let mut runs: Vec<FileExtent> = Vec::new();
         match self.fs.map_for_writeback(ino, page, 1, &mut runs) {
             Ok(_) if !runs.is_empty() => runs[0].physical + (page - runs[0].logical),
             _ => panic!("writeback of page {page} of inode {ino}: no block mapping"),
@@ -1295,7 +1296,7 @@ impl Simulation {
     /// `mpage_da_submit_io` (`ext4_da_writepage` per page, one bio per buffer).
     fn ext4_flush_extent(&mut self, task: Task, w: &mut Wcp, first: u64, next: u64, now: Instant) {
         let ino = self.vm.map_ino[w.map as usize];
-        let mut runs: Vec<Run> = Vec::new();
+        let mut runs: Vec<FileExtent> = Vec::new();
         let mut l = first;
         while l < next {
             let before = runs.len();

@@ -4,15 +4,8 @@
 //! writeback). The direct-I/O path reaches the same object through `GetBlock`.
 
 use iostack_fs::ext2::Ext2;
+use iostack_fs::extent_fs::physical_runs;
 use iostack_fs::{ExtentFs, FileExtent, FsError, GetBlock};
-
-/// One mapped run of a file, in file-system blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Run {
-    pub logical: u64,
-    pub physical: u64,
-    pub len: u64,
-}
 
 /// How the file system's `->writepage(s)` turns dirty pages into bios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,11 +41,16 @@ pub trait SimFs {
         ino: u32,
         lblk: u64,
         n: u64,
-        out: &mut Vec<Run>,
+        out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError>;
-    /// Mapped extents in logical order (FIEMAP).
-    fn fiemap(&self, ino: u32) -> Vec<Run>;
+    /// Mapped extents in logical order, as FIEMAP reports them (ext2/ext3's
+    /// `generic_block_fiemap` merges contiguous blocks; extent file systems report
+    /// their extents).
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent>;
     fn writepage_kind(&self) -> WritepageKind;
+    /// The last writer closed the file (`->release`: ext4 discards its
+    /// preallocations, XFS frees blocks past EOF).
+    fn release_file(&mut self, _ino: u32) {}
     /// Block-device ranges the file system dirties right after mount.
     fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
         Vec::new()
@@ -97,32 +95,30 @@ impl SimFs for Ext2Fs {
         ino: u32,
         lblk: u64,
         n: u64,
-        out: &mut Vec<Run>,
+        out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError> {
         let m = self.fs.get_block(ino, lblk, n, false)?;
         let pblk = m.pblk.ok_or(FsError::NoSpace)?;
-        out.push(Run {
+        out.push(FileExtent {
             logical: lblk,
             physical: pblk,
             len: m.count,
         });
         Ok(m.count)
     }
-    fn fiemap(&self, ino: u32) -> Vec<Run> {
-        let mut v: Vec<Run> = Vec::new();
-        for e in &self.fs.inode(ino).extents {
-            match v.last_mut() {
-                Some(l) if l.logical + l.len == e.lblk && l.physical + l.len == e.pblk => {
-                    l.len += e.len
-                }
-                _ => v.push(Run {
-                    logical: e.lblk,
-                    physical: e.pblk,
-                    len: e.len,
-                }),
-            }
-        }
-        v
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
+        let runs: Vec<FileExtent> = self
+            .fs
+            .inode(ino)
+            .extents
+            .iter()
+            .map(|e| FileExtent {
+                logical: e.lblk,
+                physical: e.pblk,
+                len: e.len,
+            })
+            .collect();
+        physical_runs(&runs)
     }
     fn writepage_kind(&self) -> WritepageKind {
         if self.ext3 {
@@ -139,14 +135,6 @@ pub struct DelallocFs<T: ExtentFs> {
     pub kind: WritepageKind,
 }
 
-fn run_of(e: &FileExtent) -> Run {
-    Run {
-        logical: e.logical,
-        physical: e.physical,
-        len: e.len,
-    }
-}
-
 impl<T: ExtentFs> SimFs for DelallocFs<T> {
     fn name(&self) -> &'static str {
         self.fs.fs_name()
@@ -157,19 +145,8 @@ impl<T: ExtentFs> SimFs for DelallocFs<T> {
     fn lookup(&self, name: &str) -> Option<u32> {
         self.fs.lookup(name)
     }
-    /// fio's layout phase writes the file; on a fresh file system that is what
-    /// allocating it block run by block run through `get_block` gives.
     fn layout(&mut self, name: &str, size: u64, _goal: Option<u64>) -> Result<u32, FsError> {
-        let ino = self.fs.create(name)?;
-        let bs = self.fs.block_size() as u64;
-        let blocks = size.div_ceil(bs);
-        let mut l = 0;
-        while l < blocks {
-            let m = self.fs.get_block(ino, l, blocks - l, true)?;
-            l += m.count.max(1);
-        }
-        self.fs.set_i_size(ino, size);
-        Ok(ino)
+        self.fs.layout(name, size)
     }
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
         self.fs.create(name)
@@ -182,21 +159,21 @@ impl<T: ExtentFs> SimFs for DelallocFs<T> {
         ino: u32,
         lblk: u64,
         n: u64,
-        out: &mut Vec<Run>,
+        out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError> {
-        let mut v: Vec<FileExtent> = Vec::new();
-        let k = self.fs.map_for_writeback(ino, lblk, n, &mut v)?;
-        out.extend(v.iter().map(run_of));
-        Ok(k)
+        self.fs.map_for_writeback(ino, lblk, n, out)
     }
-    fn fiemap(&self, ino: u32) -> Vec<Run> {
-        self.fs.fiemap(ino).iter().map(run_of).collect()
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
+        self.fs.fiemap(ino)
     }
     fn writepage_kind(&self) -> WritepageKind {
         self.kind
     }
     fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
         self.fs.mount_dirty_bdev_ranges()
+    }
+    fn release_file(&mut self, ino: u32) {
+        self.fs.release_file(ino)
     }
 }
 

@@ -169,8 +169,8 @@ pub struct FileLayout {
     pub job: String,
     pub size: u64,
     pub block_size: u32,
-    /// Mapped runs in logical order: (logical block, physical block, blocks),
-    /// physically contiguous neighbours merged.
+    /// Mapped extents in logical order, as FIEMAP reports them: (logical block,
+    /// physical block, blocks).
     pub extents: Vec<(u64, u64, u64)>,
 }
 
@@ -178,15 +178,16 @@ impl FileLayout {
     /// Extents as filefrag counts them for a file without holes: a new one
     /// wherever the next run does not start where the previous one ended.
     pub fn extent_count(&self) -> u64 {
-        let mut n = 0;
-        let mut expected: Option<u64> = None;
-        for &(_, p, len) in &self.extents {
-            if expected != Some(p) {
-                n += 1;
-            }
-            expected = Some(p + len);
-        }
-        n
+        let runs: Vec<iostack_fs::FileExtent> = self
+            .extents
+            .iter()
+            .map(|&(logical, physical, len)| iostack_fs::FileExtent {
+                logical,
+                physical,
+                len,
+            })
+            .collect();
+        iostack_fs::extent_fs::filefrag_count(&runs) as u64
     }
 }
 

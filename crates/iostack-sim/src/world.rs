@@ -580,15 +580,13 @@ impl Simulation {
                     continue;
                 }
                 seen.push(ino);
-                let mut extents: Vec<(u64, u64, u64)> = Vec::new();
-                for r in self.fs.fiemap(ino) {
-                    match extents.last_mut() {
-                        Some(l) if l.0 + l.2 == r.logical && l.1 + l.2 == r.physical => {
-                            l.2 += r.len
-                        }
-                        _ => extents.push((r.logical, r.physical, r.len)),
-                    }
-                }
+                // As FIEMAP reports them (filefrag counts physical breaks).
+                let extents: Vec<(u64, u64, u64)> = self
+                    .fs
+                    .fiemap(ino)
+                    .iter()
+                    .map(|r| (r.logical, r.physical, r.len))
+                    .collect();
                 files.push(crate::stats::FileLayout {
                     path: path.clone(),
                     job: p.spec.name.clone(),
@@ -1094,6 +1092,16 @@ impl Simulation {
         p.blocked = Blocked::Done;
         p.end = Some(now);
         p.result.end = now;
+        // close(): the last writer of a file releases it (`->release`).
+        if let Backing::File(ino) = p.backing {
+            let wrote = p.result.dirs[1].ios > 0;
+            let others = self.procs.iter().any(|q| {
+                q.blocked != Blocked::Done && matches!(q.backing, Backing::File(i) if i == ino)
+            });
+            if wrote && !others {
+                self.fs.release_file(ino);
+            }
+        }
         self.start_ready_procs(now);
     }
 
