@@ -124,6 +124,18 @@ fn bad_input_is_a_clear_error() {
         "{err}"
     );
 
+    std::fs::write(
+        &job,
+        "[j]\nrw=write\nsize=4m\n\n[k]\nrw=read\nsize=4m\nbs=512\n",
+    )
+    .unwrap();
+    let (ok, _, err) = iostack(&["run", job.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.fio:5: job 'k'") && err.contains("bs (read)=512"),
+        "{err}"
+    );
+
     let m = dir.join("m.txt");
     std::fs::write(&m, "base = null\ncpus = many\n").unwrap();
     let (ok, _, err) = iostack(&["tunables", "--machine", m.to_str().unwrap()]);
@@ -177,6 +189,10 @@ fn bad_input_is_a_clear_error() {
             "No such file",
         ),
         (vec!["run", "/nonexistent.fio"], "/nonexistent.fio"),
+        (
+            vec!["dd", "if=/dev/zero", "of=/mnt/test/y", "bs=1M"],
+            "if=/dev/zero without count=",
+        ),
         (
             vec![
                 "dd",

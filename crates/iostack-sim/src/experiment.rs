@@ -250,8 +250,20 @@ impl Experiment {
                 text.push_str(l);
                 text.push('\n');
             }
-            let label = format!("{} variant {} machine_set", self.name, v.name);
-            m = machine::parse_file(&label, &text).map_err(|e| SimError(e.to_string()))?;
+            m = machine::parse_file("machine_set", &text).map_err(|e| {
+                // Line 1 is the base preset; line k is machine_set entry k - 1,
+                // counting the experiment's entries before the variant's.
+                let entry =
+                    e.at.rsplit(':')
+                        .next()
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .map(|k| format!(" entry {}", k - 1))
+                        .unwrap_or_default();
+                SimError(format!(
+                    "{} variant {}: machine_set{entry}: {}",
+                    self.name, v.name, e.msg
+                ))
+            })?;
             m.name = self.machine.clone();
         }
         let kernel = v.kernel.as_deref().unwrap_or(&self.kernel);
@@ -452,11 +464,44 @@ published = { "a" = 2968 }
         let bad = EXP.replace("\"a\" = 2968", "\"b\" = 2968");
         let err = parse("t.toml", &bad).unwrap_err().to_string();
         assert!(err.contains("unknown variant 'b'"), "{err}");
+        let bad = EXP.replace("[workload]", "compare = [[\"a\", \"z\"]]\n[workload]");
+        let err = parse("t.toml", &bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml: compare names variant 'z'"),
+            "{err}"
+        );
         let bad = EXP.replace("unit = \"KB/s\"", "unit = \"KB/s\"\ncolour = 1");
         let err = parse("t.toml", &bad).unwrap_err().to_string();
         assert!(
             err.starts_with("t.toml:") && err.contains("colour"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn machine_lines_of_a_variant_are_checked_with_their_line() {
+        let text = EXP.replace(
+            "name = \"a\"",
+            "name = \"a\"\nmachine_set = [\"mem_mb = 512\", \"fs = btrfs\"]",
+        );
+        let e = parse("t.toml", &text).unwrap();
+        let err = e
+            .config(&e.variants[0], Seed(1), None)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("t variant a: machine_set entry 2: key 'fs': unsupported 'btrfs'"),
+            "{err}"
+        );
+        let ok = EXP.replace(
+            "name = \"a\"",
+            "name = \"a\"\nmachine_set = [\"mem_mb = 512\", \"fs = xfs\"]",
+        );
+        let e = parse("t.toml", &ok).unwrap();
+        let c = e.config(&e.variants[0], Seed(1), None).unwrap();
+        assert_eq!(c.machine.mem_bytes, 512 << 20);
+        assert_eq!(c.machine.fs.name(), "xfs");
+        assert_eq!(c.machine.name, "null");
     }
 }

@@ -247,6 +247,23 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             None => size,
         };
         let offset = bytes(&j.offset, "offset")?;
+        if !j.direct {
+            // The page cache is modelled in whole pages; fio would run a
+            // sub-page buffered job (read-modify-write of partial pages).
+            let page = iostack_mm::PAGE_SIZE;
+            for (what, v) in [
+                ("bs (read)", j.bs.read),
+                ("bs (write)", j.bs.write),
+                ("offset", offset),
+            ] {
+                if v % page != 0 {
+                    return Err(format!(
+                        "{at}: direct=0 with {what}={v}: iostack models buffered I/O in \
+                         whole {page}-byte pages"
+                    ));
+                }
+            }
+        }
         let offset_inc = bytes(&j.offset_increment, "offset_increment")?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
         let prio = j.prio.unwrap_or(4) as u8;

@@ -389,6 +389,16 @@ mod tests {
         assert!(e.to_string().starts_with("m.txt:2: key 'mount'"), "{e}");
         let m = parse_file("m.txt", "base = null\nmount = /mnt/sdc\n").unwrap();
         assert_eq!(m.mount, "/mnt/sdc");
+        let e = parse_file("m.txt", "base = null\nfs = zfs\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("m.txt:2: key 'fs': unsupported 'zfs'"),
+            "{e}"
+        );
+        let e = parse_file("m.txt", "base = null\nmem_mb = lots\n").unwrap_err();
+        assert!(e.to_string().starts_with("m.txt:2: key 'mem_mb'"), "{e}");
+        let m = parse_file("m.txt", "base = raid0-2008\nfs = xfs\nmem_mb = 1024\n").unwrap();
+        assert_eq!((m.fs, m.mem_bytes), (FsKind::Xfs, 1 << 30));
         let m = parse_file("m.txt", "base = s390-ess\n# c\ncpu_bio_ns = 7\n").unwrap();
         assert_eq!(m.cpu_bio_ns, 7);
         assert_eq!(m.partition, Some((9, 192)));
