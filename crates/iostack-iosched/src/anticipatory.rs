@@ -616,10 +616,13 @@ impl Elevator for Anticipatory {
         "anticipatory"
     }
 
-    /// `as_merge`: a front-merge candidate starting at the bio's end, in the
-    /// tree of the bio's class (the kernel indexes it by `bio_data_dir`).
+    /// `as_merge`: a front-merge candidate starting at the bio's end. The kernel
+    /// looks in `sort_list[bio_data_dir(bio)]` although requests are filed by
+    /// `rq_is_sync` (`RQ_RB_ROOT`): a read searches the async tree, so reads and
+    /// async writes never front-merge here, while sync writes do. Kept as 2.6.32
+    /// has it.
     fn merge(&mut self, _rqs: &RequestPool, bio: &Bio) -> Option<RqId> {
-        let dir = bio.flags.is_sync() as usize;
+        let dir = bio.flags.is_write() as usize;
         let end = bio.end_sector();
         self.sort_list[dir]
             .range((end, RqId(0))..=(end, RqId(u32::MAX)))
