@@ -101,6 +101,9 @@ struct Wcp {
     /// `mpd.next_page`), whether it was written (`io_done`), pages written.
     ext: Option<(u64, u64)>,
     io_done: bool,
+    /// `__mpage_da_writepage` returned `MPAGE_DA_EXTENT_TAIL`: the extent ended
+    /// inside a pagevec and the rest of that pagevec was redirtied.
+    extent_tail: bool,
     mpd_written: u64,
     /// ext4 `ext4_da_writepages`: the cursor it started from and what it wrote.
     da_start: u64,
@@ -190,6 +193,8 @@ pub(crate) struct Vm {
     /// Tasks waiting for a mapping's writeback to finish (fsync).
     pub wb_waiters: Vec<(Task, u32)>,
     pub lazy: LazyInit,
+    /// ext4 pages redirtied because their extent was only partly mapped.
+    pub ext4_redirtied: u64,
 }
 
 /// The file system's background zeroing of inode tables through the block
@@ -231,6 +236,7 @@ impl Vm {
             page_waiters: Vec::new(),
             wb_waiters: Vec::new(),
             lazy: LazyInit::default(),
+            ext4_redirtied: 0,
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
@@ -554,7 +560,7 @@ impl Simulation {
             let mut i = 0;
             while i < self.vm.wb_waiters.len() {
                 let (t, map) = self.vm.wb_waiters[i];
-                if map == b.map && self.vm.maps[map as usize].nr_dirty() == 0 {
+                if map == b.map {
                     self.vm.wb_waiters.swap_remove(i);
                     self.wake_task(t, now);
                 } else {
@@ -787,8 +793,10 @@ impl Simulation {
                     cpu: p.cpu,
                 };
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                // filemap_fdatawait: wait for the pages under writeback. A page
+                // another caller redirtied behind this pass is not waited for.
                 let m = &self.vm.maps[map as usize];
-                if m.nr_writeback() > 0 || m.nr_dirty() > 0 {
+                if m.nr_writeback() > 0 {
                     self.vm.wb_waiters.push((pi as Task, map));
                     self.procs[pi as usize].blocked = Blocked::OnPage;
                     self.procs[pi as usize].fsync_waiting = true;
@@ -1075,6 +1083,7 @@ impl Simulation {
             bio: None,
             ext: None,
             io_done: false,
+            extent_tail: false,
             mpd_written: 0,
             da_start: start,
             da_written: 0,
@@ -1202,6 +1211,7 @@ impl Simulation {
                         // Not contiguous: map and write the extent, then stop.
                         self.ext4_flush_extent(task, &mut w, first, next, now);
                         w.io_done = true;
+                        w.extent_tail = true;
                         w.done = true;
                         continue;
                     }
@@ -1294,10 +1304,23 @@ impl Simulation {
 
     /// ext4: `mpage_da_map_blocks` (mballoc allocates the run) and
     /// `mpage_da_submit_io` (`ext4_da_writepage` per page, one bio per buffer).
+    ///
+    /// `mpage_da_map_blocks` calls `ext4_da_get_block_write` once for the whole
+    /// extent, and mballoc may return fewer blocks than asked: the request is cut
+    /// at the end of the inode preallocation it is served from
+    /// (`ext4_mb_use_inode_pa`), i.e. at the normalisation window. Only the mapped
+    /// buffers lose BH_Delay (`mpage_put_bnr_to_bhs`); `mpage_da_submit_io` still
+    /// calls `ext4_da_writepage` on every page of the extent, and that redirties
+    /// (`redirty_page_for_writepage`) the pages whose buffers are still delayed.
+    /// In the October 2008 code those pages sit behind the `writeback_index` that
+    /// `write_cache_pages` stores (past the pagevec), so they wait for a later pass
+    /// to come round to them. The merged fix restarts from the first page not
+    /// written, which here is a loop until the extent is mapped.
     fn ext4_flush_extent(&mut self, task: Task, w: &mut Wcp, first: u64, next: u64, now: Instant) {
         let ino = self.vm.map_ino[w.map as usize];
         let mut runs: Vec<FileExtent> = Vec::new();
         let mut l = first;
+        let once = !self.vm.cfg.ext4_index_pages_written && !self.job_of(task).wbc.sync_all;
         while l < next {
             let before = runs.len();
             match self.fs.map_for_writeback(ino, l, next - l, &mut runs) {
@@ -1305,15 +1328,37 @@ impl Simulation {
                 _ => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
             }
             debug_assert!(runs.len() > before);
+            if once {
+                break;
+            }
         }
-        for r in runs {
+        for r in &runs {
             for i in 0..r.len {
                 self.queue_page_bios(task, w.map, r.logical + i, 1, r.physical + i, true, now);
             }
         }
+        if l < next {
+            // ext4_da_writepage on a page with delayed buffers: redirty it.
+            self.redirty_pages(w.map as usize, l, next);
+            self.vm.ext4_redirtied += next - l;
+        }
         w.mpd_written += next - first;
         w.da_written += next - first;
         w.ext = None;
+    }
+
+    /// `redirty_page_for_writepage` on pages taken by `take_page` whose write did
+    /// not start: dirty again, no longer under writeback.
+    fn redirty_pages(&mut self, map: usize, first: u64, end: u64) {
+        let m = &mut self.vm.maps[map];
+        for p in first..end {
+            if m.writeback.clear(p) {
+                self.vm.nr_writeback -= 1;
+            }
+            if m.dirty.set(p) {
+                self.vm.nr_dirty += 1;
+            }
+        }
     }
 
     /// End of one `write_cache_pages` call: flush what is open, move the cursor,
@@ -1359,6 +1404,29 @@ impl Simulation {
             // The fixed ext4_da_writepages loops for the rest of its quota; a
             // data-integrity pass (fsync) goes on until the range is clean.
             again = true;
+        }
+        if kind == WritepageKind::Ext4Da
+            && !self.vm.cfg.ext4_index_pages_written
+            && !sync_all
+            && w.extent_tail
+            && self.job_of(task).wbc.nr_to_write > 0
+        {
+            // The October 2008 ext4_da_writepages: on MPAGE_DA_EXTENT_TAIL it
+            // starts a new transaction and calls mpage_da_writepages again for the
+            // rest of its quota, from wherever write_cache_pages now starts
+            // (mapping->writeback_index, just stored past the redirtied pages).
+            // write_cache_pages returns at once for a non-blocking caller that
+            // finds the queue congested.
+            let congested = self.queue.congested(false);
+            let job = self.job_of(task);
+            if job.wbc.nonblocking && congested {
+                job.wbc.encountered_congestion = true;
+            } else {
+                let mut nw = self.wcp_begin(task, map, false, is_flusher);
+                nw.owns_isync = w.owns_isync;
+                self.job_of(task).cur = Some(nw);
+                return;
+            }
         }
         if again {
             let mut nw = self.wcp_begin(task, map, false, is_flusher);
