@@ -1108,11 +1108,20 @@ impl Simulation {
         if let Some(next) = w.cluster {
             // xfs_cluster_write / xfs_convert_page: keep adding the following
             // dirty pages to the ioend, one bio's worth per step, while the
-            // quota lasts and the pages are contiguous and dirty.
+            // quota lasts and the pages are contiguous and dirty. After each
+            // page xfs_convert_page checks bdi_write_congested for every caller,
+            // blocking or not, and ends the cluster if the queue is congested
+            // (the queue's state changes between steps, when bios are submitted).
             let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
+            let congested = self.queue.congested(false);
             let mut p = next;
             let mut stop = false;
             for _ in 0..max_pages {
+                if congested && p > next {
+                    self.job_of(task).wbc.encountered_congestion = true;
+                    stop = true;
+                    break;
+                }
                 let m = &self.vm.maps[map];
                 if p >= m.size_pages || !m.dirty.get(p) || m.writeback.get(p) {
                     stop = true;
