@@ -9,11 +9,11 @@ use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simul
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Queued bios (Q) of one direction: (time, sector, sectors).
+/// Queued bios (Q) of one direction: (time, sector, sectors, pid).
 #[derive(Default)]
 struct Queued {
     write: bool,
-    seen: Rc<RefCell<Vec<(Instant, u64, u32)>>>,
+    seen: Rc<RefCell<Vec<(Instant, u64, u32, u32)>>>,
 }
 
 impl TraceSink for Queued {
@@ -22,7 +22,7 @@ impl TraceSink for Queued {
             if r.action == Action::Queue && r.flags.contains(ReqFlags::WRITE) == self.write {
                 self.seen
                     .borrow_mut()
-                    .push((r.time, r.sector, r.bytes / 512));
+                    .push((r.time, r.sector, r.bytes / 512, r.pid));
             }
         }
     }
@@ -186,7 +186,7 @@ fn dirty_limits_hold_and_throttled_writers_resume() {
 
 /// Places where the queued write stream does not continue where the previous
 /// bio ended: each one is a seek the array has to make.
-fn discontinuities(q: &[(Instant, u64, u32)]) -> usize {
+fn discontinuities(q: &[(Instant, u64, u32, u32)]) -> usize {
     q.windows(2)
         .filter(|w| w[1].1 != w[0].1 + w[0].2 as u64)
         .count()
@@ -195,7 +195,7 @@ fn discontinuities(q: &[(Instant, u64, u32)]) -> usize {
 #[test]
 fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_order() {
     // Seed 001 on its array, without the inode-table zeroing so that only the
-    // file's writeback is traced: ext4 of the October 2008 patch queue, where a
+    // file's writeback is traced, by the throttled writer and pdflush in turns: ext4 of the October 2008 patch queue, where a
     // partly mapped extent leaves its tail redirtied behind mapping->writeback_index.
     // With 2.6.27's write_cache_pages the throttled writer and pdflush both start
     // from that cursor and pass over those pages; with the seed's patch the writer
@@ -220,6 +220,11 @@ fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_
         assert_eq!(r.queue.bytes_queued, r.queue.bytes_completed);
         let q = seen.borrow().clone();
         let extents = r.files[0].extent_count();
+        // Both the throttled writer and pdflush wrote the file, taking turns.
+        let pids: std::collections::BTreeSet<u32> = q.iter().map(|x| x.3).collect();
+        let turns = q.windows(2).filter(|w| w[0].3 != w[1].3).count();
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        assert!(turns >= 10, "{turns} turns between the writer and pdflush");
         (discontinuities(&q), extents, q.len())
     };
     let (old_seeks, old_extents, old_n) = run(&[]);
