@@ -9,11 +9,14 @@ use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simul
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Queued bios (Q) of one direction: (time, sector, sectors, pid).
+/// One queued bio: (time, sector, sectors, pid).
+type QueuedBio = (Instant, u64, u32, u32);
+
+/// Queued bios (Q) of one direction.
 #[derive(Default)]
 struct Queued {
     write: bool,
-    seen: Rc<RefCell<Vec<(Instant, u64, u32, u32)>>>,
+    seen: Rc<RefCell<Vec<QueuedBio>>>,
 }
 
 impl TraceSink for Queued {
@@ -186,7 +189,7 @@ fn dirty_limits_hold_and_throttled_writers_resume() {
 
 /// Places where the queued write stream does not continue where the previous
 /// bio ended: each one is a seek the array has to make.
-fn discontinuities(q: &[(Instant, u64, u32, u32)]) -> usize {
+fn discontinuities(q: &[QueuedBio]) -> usize {
     q.windows(2)
         .filter(|w| w[1].1 != w[0].1 + w[0].2 as u64)
         .count()
