@@ -24,6 +24,12 @@ pub struct AddressSpace {
     pub writeback: PageBits,
     /// `PG_readahead`.
     pub ra_marker: PageBits,
+    /// Pages a writeback caller holds locked in the delalloc extent it is
+    /// collecting (ext4's `__mpage_da_writepage` keeps them locked until
+    /// `mpage_da_submit_io`): `PG_dirty` was cleared by `clear_page_dirty_for_io`
+    /// but `PAGECACHE_TAG_DIRTY` stays set until `set_page_writeback`, so other
+    /// callers' tag lookups find them and wait in `lock_page`.
+    pub wb_locked: PageBits,
     /// `mapping->writeback_index`: where the next `range_cyclic` writeback starts.
     pub writeback_index: u64,
     /// `inode->dirtied_when`: when the inode went from clean to dirty.
@@ -41,6 +47,7 @@ impl AddressSpace {
             dirty: PageBits::new(),
             writeback: PageBits::new(),
             ra_marker: PageBits::new(),
+            wb_locked: PageBits::new(),
             writeback_index: 0,
             dirtied_when: None,
         }

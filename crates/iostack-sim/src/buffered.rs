@@ -113,6 +113,9 @@ struct Wcp {
     pvec_pos: usize,
     /// XFS `xfs_cluster_write`: the next page the cluster will probe.
     cluster: Option<u64>,
+    /// `lock_page` on a page another caller holds in its extent: the caller
+    /// sleeps until that extent is written, then looks at the page again.
+    lock_wait: Option<u64>,
 }
 
 /// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
@@ -195,6 +198,11 @@ pub(crate) struct Vm {
     pub lazy: LazyInit,
     /// ext4 pages redirtied because their extent was only partly mapped.
     pub ext4_redirtied: u64,
+    /// Tasks in `lock_page` on a page held in another caller's extent:
+    /// (task, map, page).
+    pub lock_waiters: Vec<(Task, u32, u64)>,
+    /// How many times a writeback caller waited for such a page.
+    pub lock_waits: u64,
 }
 
 /// The file system's background zeroing of inode tables through the block
@@ -237,6 +245,8 @@ impl Vm {
             wb_waiters: Vec::new(),
             lazy: LazyInit::default(),
             ext4_redirtied: 0,
+            lock_waiters: Vec::new(),
+            lock_waits: 0,
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
@@ -971,11 +981,74 @@ impl Simulation {
                 }
             }
         }
+        if self.page_lock_wait(task) {
+            return WbStep::Sleep;
+        }
         let cost = self.wcp_pagevec(task, now);
         if self.drain_pending(task, now) {
             return WbStep::Sleep;
         }
+        if self.page_lock_wait(task) {
+            return WbStep::Sleep;
+        }
         WbStep::Continue(Duration(cost.max(1)))
+    }
+
+    /// `lock_page` in `write_cache_pages`: if the task stopped at a page another
+    /// caller holds in its extent, sleep until that extent is written (its bios
+    /// already submitted). Returns whether the task sleeps.
+    fn page_lock_wait(&mut self, task: Task) -> bool {
+        let Some(w) = self.job_of(task).cur.as_ref() else {
+            return false;
+        };
+        let (map, Some(page)) = (w.map, w.lock_wait) else {
+            return false;
+        };
+        if self.vm.maps[map as usize].wb_locked.get(page) {
+            if !self.vm.lock_waiters.contains(&(task, map, page)) {
+                self.vm.lock_waiters.push((task, map, page));
+                self.vm.lock_waits += 1;
+            }
+            if task != FLUSHER && task != LAZYINIT {
+                self.procs[task as usize].blocked = Blocked::OnPage;
+            }
+            return true;
+        }
+        self.job_of(task).cur.as_mut().unwrap().lock_wait = None;
+        false
+    }
+
+    /// The caller whose open extent holds `page` of `map`, if any.
+    fn wb_lock_owner(&mut self, map: u32, page: u64) -> Option<Task> {
+        let holds = |w: &Option<Wcp>| {
+            w.as_ref().is_some_and(|w| {
+                w.map == map
+                    && w.ext
+                        .is_some_and(|(first, next)| first <= page && page < next)
+            })
+        };
+        if let FlusherState::Running { job, .. } = &self.vm.flusher {
+            if holds(&job.cur) {
+                return Some(FLUSHER);
+            }
+        }
+        if let Some(j) = self.vm.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
+            if holds(&j.cur) {
+                return Some(LAZYINIT);
+            }
+        }
+        for (i, p) in self.procs.iter().enumerate() {
+            let fsync = p.fsync.as_ref().map(|j| &j.cur);
+            let thr = p
+                .throttle
+                .as_ref()
+                .and_then(|t| t.job.as_ref())
+                .map(|j| &j.cur);
+            if fsync.is_some_and(holds) || thr.is_some_and(holds) {
+                return Some(i as Task);
+            }
+        }
+        None
     }
 
     /// Choose the next inode of a pass, and start `write_cache_pages` on it.
@@ -1090,6 +1163,7 @@ impl Simulation {
             pvec: Vec::with_capacity(PAGEVEC_SIZE as usize),
             pvec_pos: 0,
             cluster: None,
+            lock_wait: None,
         }
     }
 
@@ -1171,8 +1245,17 @@ impl Simulation {
             w.pvec_pos = 0;
             let m = &self.vm.maps[map];
             let mut i = w.index;
+            let lim = w.end.saturating_add(1);
             while w.pvec.len() < PAGEVEC_SIZE as usize {
-                match m.dirty.next_set(i, w.end.saturating_add(1)) {
+                // PAGECACHE_TAG_DIRTY: dirty pages, and pages another caller
+                // holds locked in its extent.
+                let dirty = m.dirty.next_set(i, lim);
+                let tagged = if m.wb_locked.count() == 0 {
+                    dirty
+                } else {
+                    m.wb_locked.next_set(i, dirty.unwrap_or(lim)).or(dirty)
+                };
+                match tagged {
                     Some(p) => {
                         w.pvec.push(p);
                         i = p + 1;
@@ -1199,6 +1282,28 @@ impl Simulation {
         }
         while w.pvec_pos < w.pvec.len() {
             let page = w.pvec[w.pvec_pos];
+            let own = w
+                .ext
+                .is_some_and(|(first, next)| first <= page && page < next);
+            if self.vm.maps[map].wb_locked.get(page) && !own {
+                // lock_page on a page in another caller's open extent. Two
+                // callers each waiting for the other's pages would deadlock;
+                // write_cache_pages locks in ascending order within a pass, so
+                // that cannot happen, but a wait that would close a cycle is
+                // treated as the page being taken.
+                let owner = self.wb_lock_owner(w.map, page);
+                let cycle = owner.is_some_and(|o| {
+                    self.vm.lock_waiters.iter().any(|&(t, m2, p2)| {
+                        t == o
+                            && m2 == w.map
+                            && w.ext.is_some_and(|(first, next)| first <= p2 && p2 < next)
+                    })
+                });
+                if owner.is_some() && !cycle {
+                    w.lock_wait = Some(page);
+                    break;
+                }
+            }
             w.pvec_pos += 1;
             let m = &self.vm.maps[map];
             if !m.dirty.get(page) || m.writeback.get(page) {
@@ -1227,9 +1332,10 @@ impl Simulation {
                     Some((first, _)) => w.ext = Some((first, page + 1)),
                     None => w.ext = Some((page, page + 1)),
                 }
-                // clear_page_dirty_for_io; the page stays locked in the extent,
-                // which concurrent callers see as not dirty.
+                // clear_page_dirty_for_io; the page stays locked in the extent
+                // (its dirty tag set) until mpage_da_submit_io.
                 self.take_page(map, page);
+                self.vm.maps[map].wb_locked.set(page);
             } else {
                 self.take_page(map, page);
                 self.writepage(task, &mut w, kind, page, now);
@@ -1252,12 +1358,16 @@ impl Simulation {
                 break;
             }
         }
-        if w.done && (wcp_break || w.pvec_pos >= w.pvec.len()) && w.cluster.is_none() {
+        if w.lock_wait.is_none()
+            && w.done
+            && (wcp_break || w.pvec_pos >= w.pvec.len())
+            && w.cluster.is_none()
+        {
             self.wcp_finish(task, w, now);
         } else {
             self.job_of(task).cur = Some(w);
         }
-        cost
+        cost.max(1)
     }
 
     /// `clear_page_dirty_for_io` + `set_page_writeback`.
@@ -1350,6 +1460,21 @@ impl Simulation {
             // ext4_da_writepage on a page with delayed buffers: redirty it.
             self.redirty_pages(w.map as usize, l, next);
             self.vm.ext4_redirtied += next - l;
+        }
+        // The pages are unlocked as they are written or redirtied.
+        self.vm.maps[w.map as usize]
+            .wb_locked
+            .clear_range(first, next - first);
+        let map = w.map;
+        let mut i = 0;
+        while i < self.vm.lock_waiters.len() {
+            let (t, m, p) = self.vm.lock_waiters[i];
+            if m == map && first <= p && p < next {
+                self.vm.lock_waiters.swap_remove(i);
+                self.wake_task(t, now);
+            } else {
+                i += 1;
+            }
         }
         w.mpd_written += next - first;
         w.da_written += next - first;

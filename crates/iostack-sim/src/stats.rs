@@ -203,6 +203,11 @@ pub struct VmStats {
     pub background_limit: u64,
     /// `ratelimit_pages`: how far a dirtier may run past a check.
     pub ratelimit: u64,
+    /// Writeback callers that waited in `lock_page` for a page another caller
+    /// held in its extent.
+    pub lock_waits: u64,
+    /// ext4 pages redirtied because their extent was only partly mapped.
+    pub redirtied: u64,
 }
 
 /// Everything a run produced besides its traces.

@@ -553,6 +553,8 @@ impl Simulation {
         }
         // The periodic writeback timer does not extend a run.
         let end = last_work;
+        vm_stats.lock_waits = self.vm.lock_waits;
+        vm_stats.redirtied = self.vm.ext4_redirtied;
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {

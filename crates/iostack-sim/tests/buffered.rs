@@ -198,7 +198,7 @@ fn discontinuities(q: &[QueuedBio]) -> usize {
 #[test]
 fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_order() {
     // Seed 001 on its array, without the inode-table zeroing so that only the
-    // file's writeback is traced, by the throttled writer and pdflush in turns: ext4 of the October 2008 patch queue, where a
+    // file's writeback is traced: ext4 of the October 2008 patch queue, where a
     // partly mapped extent leaves its tail redirtied behind mapping->writeback_index.
     // With 2.6.27's write_cache_pages the throttled writer and pdflush both start
     // from that cursor and pass over those pages; with the seed's patch the writer
@@ -223,16 +223,26 @@ fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_
         assert_eq!(r.queue.bytes_queued, r.queue.bytes_completed);
         let q = seen.borrow().clone();
         let extents = r.files[0].extent_count();
-        // Both the throttled writer and pdflush wrote the file, taking turns.
+        // Both pdflush and the throttled writer wrote the file from the shared
+        // cursor: pdflush while the queue was not yet write-congested, then the
+        // writer (pdflush is non-blocking and bails on a congested queue, and
+        // waits in lock_page on the pages of the writer's open extent).
         let pids: std::collections::BTreeSet<u32> = q.iter().map(|x| x.3).collect();
         let turns = q.windows(2).filter(|w| w[0].3 != w[1].3).count();
         assert_eq!(pids.len(), 2, "{pids:?}");
-        assert!(turns >= 10, "{turns} turns between the writer and pdflush");
-        (discontinuities(&q), extents, q.len())
+        assert!(turns >= 1, "{turns} turns between the writer and pdflush");
+        println!("{sets:?}: {:?}", r.vm);
+        (discontinuities(&q), extents, q.len(), r.vm)
     };
-    let (old_seeks, old_extents, old_n) = run(&[]);
-    let (new_seeks, new_extents, new_n) = run(&["vm/writeback_index=flusher-only"]);
-    let (fix_seeks, fix_extents, _) = run(&["fs/ext4/da_writeback_index=pages-written"]);
+    let (old_seeks, old_extents, old_n, old_vm) = run(&[]);
+    // pdflush started from the cursor the writer was working at and waited in
+    // lock_page on the pages of the writer's open extent; and the 2008 ext4 left
+    // pages redirtied behind the cursor.
+    assert!(old_vm.lock_waits >= 1, "{old_vm:?}");
+    assert!(old_vm.redirtied > 0, "{old_vm:?}");
+    let (new_seeks, new_extents, new_n, _) = run(&["vm/writeback_index=flusher-only"]);
+    let (fix_seeks, fix_extents, _, fix_vm) = run(&["fs/ext4/da_writeback_index=pages-written"]);
+    assert_eq!(fix_vm.redirtied, 0, "the merged fix maps whole extents");
     println!(
         "shared cursor: {old_seeks} seeks in {old_n} bios, {old_extents} extents; \
          seed's patch: {new_seeks} seeks in {new_n} bios, {new_extents} extents; \
