@@ -395,12 +395,7 @@ impl Experiment {
                         -1
                     }
                 };
-                let size_ok = if pub_ratio == 0.0 || sim_ratio == 0.0 {
-                    pub_ratio == sim_ratio
-                } else {
-                    let q = sim_ratio / pub_ratio;
-                    (0.8..=1.25).contains(&q)
-                };
+                let size_ok = size_matches(pub_ratio, sim_ratio);
                 out.push(Change {
                     metric: m.name.clone(),
                     from: base.variant.clone(),
@@ -414,6 +409,22 @@ impl Experiment {
         }
         out
     }
+}
+
+/// Whether a simulated change has the published change's size: the two changes,
+/// as logarithms of their ratios, agree within a factor of 1.25; a published
+/// change under 5% is matched by a simulated one under 5%. (Comparing the ratios
+/// themselves would call +0% a match for +20%.)
+fn size_matches(published: f64, simulated: f64) -> bool {
+    if published == 0.0 || simulated == 0.0 || !published.is_finite() || !simulated.is_finite() {
+        return published == simulated;
+    }
+    let small = 1.05f64.ln();
+    let (lp, ls) = (published.ln(), simulated.ln());
+    if lp.abs() < small {
+        return ls.abs() < small;
+    }
+    (0.8..=1.25).contains(&(ls / lp))
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -431,6 +442,22 @@ fn ratio(a: f64, b: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn change_sizes_compare_as_log_ratios() {
+        // Seed 001's XFS: +20.5% published, +0% simulated is a miss.
+        assert!(!size_matches(247.0 / 205.0, 1.0));
+        // Seed 000's collapse: -99.4% against -99.7% is a match.
+        assert!(size_matches(19.0 / 2968.0, 18.75 / 5381.0));
+        // A 3x rise against a 1.27x rise is a miss; against 2.6x a match.
+        assert!(!size_matches(3.01, 1.27));
+        assert!(size_matches(3.01, 2.6));
+        // Small published changes are matched by small simulated ones.
+        assert!(size_matches(1.02, 0.96));
+        assert!(!size_matches(1.02, 1.10));
+        assert!(size_matches(1.0, 1.0));
+        assert!(!size_matches(0.0, 1.0));
+    }
 
     const EXP: &str = r#"
 name = "t"
