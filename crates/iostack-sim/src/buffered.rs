@@ -14,7 +14,6 @@ use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
 use iostack_block::{Bio, Ctx, Slab, Submit};
 use iostack_core::ReqFlags;
 use iostack_des::{Duration, Instant};
-use iostack_fs::FileExtent;
 use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
 use iostack_mm::{ondemand_readahead, AddressSpace, DirtyLimits, FileRaState, RaWindow};
 use std::collections::{BTreeMap, VecDeque};
@@ -85,44 +84,44 @@ impl Wbc {
 
 /// One `write_cache_pages` call on one mapping, resumable between pagevecs.
 #[derive(Clone, Debug)]
-struct Wcp {
-    map: u32,
-    index: u64,
-    end: u64,
-    start: u64,
-    scanned: bool,
-    cycled: bool,
-    done: bool,
-    done_index: u64,
-    owns_isync: bool,
+pub(crate) struct Wcp {
+    pub(crate) map: u32,
+    pub(crate) index: u64,
+    pub(crate) end: u64,
+    pub(crate) start: u64,
+    pub(crate) scanned: bool,
+    pub(crate) cycled: bool,
+    pub(crate) done: bool,
+    pub(crate) done_index: u64,
+    pub(crate) owns_isync: bool,
     /// The open bio of a multi-page writer: (first page, pages, first block).
-    bio: Option<(u64, u64, u64)>,
+    pub(crate) bio: Option<(u64, u64, u64)>,
     /// ext4: the extent of delalloc pages being collected (`mpd.first_page`,
     /// `mpd.next_page`), whether it was written (`io_done`), pages written.
-    ext: Option<(u64, u64)>,
-    io_done: bool,
+    pub(crate) ext: Option<(u64, u64)>,
+    pub(crate) io_done: bool,
     /// `__mpage_da_writepage` returned `MPAGE_DA_EXTENT_TAIL`: the extent ended
     /// inside a pagevec and the rest of that pagevec was redirtied.
-    extent_tail: bool,
-    mpd_written: u64,
+    pub(crate) extent_tail: bool,
+    pub(crate) mpd_written: u64,
     /// ext4 `ext4_da_writepages`: the cursor it started from and what it wrote.
-    da_start: u64,
-    da_written: u64,
+    pub(crate) da_start: u64,
+    pub(crate) da_written: u64,
     /// The pagevec being worked through, and the next entry.
-    pvec: Vec<u64>,
-    pvec_pos: usize,
+    pub(crate) pvec: Vec<u64>,
+    pub(crate) pvec_pos: usize,
     /// XFS `xfs_cluster_write`: the next page the cluster will probe.
-    cluster: Option<u64>,
+    pub(crate) cluster: Option<u64>,
     /// `lock_page` on a page another caller holds in its extent: the caller
     /// sleeps until that extent is written, then looks at the page again.
-    lock_wait: Option<u64>,
+    pub(crate) lock_wait: Option<u64>,
 }
 
 /// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
 #[derive(Debug)]
 pub(crate) struct WbJob {
     pub wbc: Wbc,
-    cur: Option<Wcp>,
+    pub(crate) cur: Option<Wcp>,
     queued: bool,
     /// This pass already met the inodes another task was writing.
     saw_locked: bool,
@@ -485,7 +484,7 @@ impl Simulation {
     /// Queue bios for pages `[first, first + n)` at block `pblk`, split at the
     /// queue's `max_sectors`.
     #[allow(clippy::too_many_arguments)]
-    fn queue_page_bios(
+    pub(crate) fn queue_page_bios(
         &mut self,
         task: Task,
         map: u32,
@@ -936,7 +935,7 @@ impl Simulation {
 
     // ---------------------------------------------------------------- writeback
 
-    fn job_of(&mut self, task: Task) -> &mut WbJob {
+    pub(crate) fn job_of(&mut self, task: Task) -> &mut WbJob {
         if task == LAZYINIT {
             return self
                 .vm
@@ -992,63 +991,6 @@ impl Simulation {
             return WbStep::Sleep;
         }
         WbStep::Continue(Duration(cost.max(1)))
-    }
-
-    /// `lock_page` in `write_cache_pages`: if the task stopped at a page another
-    /// caller holds in its extent, sleep until that extent is written (its bios
-    /// already submitted). Returns whether the task sleeps.
-    fn page_lock_wait(&mut self, task: Task) -> bool {
-        let Some(w) = self.job_of(task).cur.as_ref() else {
-            return false;
-        };
-        let (map, Some(page)) = (w.map, w.lock_wait) else {
-            return false;
-        };
-        if self.vm.maps[map as usize].wb_locked.get(page) {
-            if !self.vm.lock_waiters.contains(&(task, map, page)) {
-                self.vm.lock_waiters.push((task, map, page));
-                self.vm.lock_waits += 1;
-            }
-            if task != FLUSHER && task != LAZYINIT {
-                self.procs[task as usize].blocked = Blocked::OnPage;
-            }
-            return true;
-        }
-        self.job_of(task).cur.as_mut().unwrap().lock_wait = None;
-        false
-    }
-
-    /// The caller whose open extent holds `page` of `map`, if any.
-    fn wb_lock_owner(&mut self, map: u32, page: u64) -> Option<Task> {
-        let holds = |w: &Option<Wcp>| {
-            w.as_ref().is_some_and(|w| {
-                w.map == map
-                    && w.ext
-                        .is_some_and(|(first, next)| first <= page && page < next)
-            })
-        };
-        if let FlusherState::Running { job, .. } = &self.vm.flusher {
-            if holds(&job.cur) {
-                return Some(FLUSHER);
-            }
-        }
-        if let Some(j) = self.vm.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
-            if holds(&j.cur) {
-                return Some(LAZYINIT);
-            }
-        }
-        for (i, p) in self.procs.iter().enumerate() {
-            let fsync = p.fsync.as_ref().map(|j| &j.cur);
-            let thr = p
-                .throttle
-                .as_ref()
-                .and_then(|t| t.job.as_ref())
-                .map(|j| &j.cur);
-            if fsync.is_some_and(holds) || thr.is_some_and(holds) {
-                return Some(i as Task);
-            }
-        }
-        None
     }
 
     /// Choose the next inode of a pass, and start `write_cache_pages` on it.
@@ -1368,131 +1310,6 @@ impl Simulation {
             self.job_of(task).cur = Some(w);
         }
         cost.max(1)
-    }
-
-    /// `clear_page_dirty_for_io` + `set_page_writeback`.
-    fn take_page(&mut self, map: usize, page: u64) {
-        let m = &mut self.vm.maps[map];
-        if m.dirty.clear(page) {
-            self.vm.nr_dirty -= 1;
-        }
-        if m.writeback.set(page) {
-            self.vm.nr_writeback += 1;
-        }
-    }
-
-    /// `->writepage` of the generic writers: ext3's per-buffer bios, ext2's mpage
-    /// bios and XFS's clustered ioends.
-    fn writepage(&mut self, task: Task, w: &mut Wcp, kind: WritepageKind, page: u64, now: Instant) {
-        let map = w.map;
-        let pblk = self.map_page(map, page);
-        match kind {
-            WritepageKind::PerBuffer | WritepageKind::Ext4Da => {
-                self.queue_page_bios(task, map, page, 1, pblk, true, now);
-            }
-            WritepageKind::Mpage | WritepageKind::XfsCluster => {
-                let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
-                match w.bio {
-                    Some((first, n, pb))
-                        if first + n == page && pb + n == pblk && n < max_pages =>
-                    {
-                        w.bio = Some((first, n + 1, pb));
-                    }
-                    Some((first, n, pb)) => {
-                        self.queue_page_bios(task, map, first, n, pb, true, now);
-                        w.bio = Some((page, 1, pblk));
-                    }
-                    None => w.bio = Some((page, 1, pblk)),
-                }
-            }
-        }
-    }
-
-    /// The block of one page for writeback (allocating delayed blocks).
-    fn map_page(&mut self, map: u32, page: u64) -> u64 {
-        let ino = self.vm.map_ino[map as usize];
-        if ino == u32::MAX {
-            return page;
-        }
-        let mut runs: Vec<FileExtent> = Vec::new();
-        match self.fs.map_for_writeback(ino, page, 1, &mut runs) {
-            Ok(_) if !runs.is_empty() => runs[0].physical + (page - runs[0].logical),
-            _ => panic!("writeback of page {page} of inode {ino}: no block mapping"),
-        }
-    }
-
-    /// ext4: `mpage_da_map_blocks` (mballoc allocates the run) and
-    /// `mpage_da_submit_io` (`ext4_da_writepage` per page, one bio per buffer).
-    ///
-    /// `mpage_da_map_blocks` calls `ext4_da_get_block_write` once for the whole
-    /// extent, and mballoc may return fewer blocks than asked: the request is cut
-    /// at the end of the inode preallocation it is served from
-    /// (`ext4_mb_use_inode_pa`), i.e. at the normalisation window. Only the mapped
-    /// buffers lose BH_Delay (`mpage_put_bnr_to_bhs`); `mpage_da_submit_io` still
-    /// calls `ext4_da_writepage` on every page of the extent, and that redirties
-    /// (`redirty_page_for_writepage`) the pages whose buffers are still delayed.
-    /// In the October 2008 code those pages sit behind the `writeback_index` that
-    /// `write_cache_pages` stores (past the pagevec), so they wait for a later pass
-    /// to come round to them. The merged fix restarts from the first page not
-    /// written, which here is a loop until the extent is mapped.
-    fn ext4_flush_extent(&mut self, task: Task, w: &mut Wcp, first: u64, next: u64, now: Instant) {
-        let ino = self.vm.map_ino[w.map as usize];
-        let mut runs: Vec<FileExtent> = Vec::new();
-        let mut l = first;
-        let once = !self.vm.cfg.ext4_index_pages_written && !self.job_of(task).wbc.sync_all;
-        while l < next {
-            let before = runs.len();
-            match self.fs.map_for_writeback(ino, l, next - l, &mut runs) {
-                Ok(k) if k > 0 => l += k,
-                _ => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
-            }
-            debug_assert!(runs.len() > before);
-            if once {
-                break;
-            }
-        }
-        for r in &runs {
-            for i in 0..r.len {
-                self.queue_page_bios(task, w.map, r.logical + i, 1, r.physical + i, true, now);
-            }
-        }
-        if l < next {
-            // ext4_da_writepage on a page with delayed buffers: redirty it.
-            self.redirty_pages(w.map as usize, l, next);
-            self.vm.ext4_redirtied += next - l;
-        }
-        // The pages are unlocked as they are written or redirtied.
-        self.vm.maps[w.map as usize]
-            .wb_locked
-            .clear_range(first, next - first);
-        let map = w.map;
-        let mut i = 0;
-        while i < self.vm.lock_waiters.len() {
-            let (t, m, p) = self.vm.lock_waiters[i];
-            if m == map && first <= p && p < next {
-                self.vm.lock_waiters.swap_remove(i);
-                self.wake_task(t, now);
-            } else {
-                i += 1;
-            }
-        }
-        w.mpd_written += next - first;
-        w.da_written += next - first;
-        w.ext = None;
-    }
-
-    /// `redirty_page_for_writepage` on pages taken by `take_page` whose write did
-    /// not start: dirty again, no longer under writeback.
-    fn redirty_pages(&mut self, map: usize, first: u64, end: u64) {
-        let m = &mut self.vm.maps[map];
-        for p in first..end {
-            if m.writeback.clear(p) {
-                self.vm.nr_writeback -= 1;
-            }
-            if m.dirty.set(p) {
-                self.vm.nr_dirty += 1;
-            }
-        }
     }
 
     /// End of one `write_cache_pages` call: flush what is open, move the cursor,

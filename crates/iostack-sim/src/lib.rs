@@ -11,6 +11,7 @@ pub mod machine;
 pub mod stats;
 pub mod workload;
 mod world;
+mod writepage;
 
 pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, SimError, Simulation};
 
