@@ -38,7 +38,7 @@ impl Simulation {
     }
 
     /// The caller whose open extent holds `page` of `map`, if any.
-    pub(crate) fn wb_lock_owner(&mut self, map: u32, page: u64) -> Option<Task> {
+    pub(crate) fn wb_lock_owner(&self, map: u32, page: u64) -> Option<Task> {
         let holds = |w: &Option<Wcp>| {
             w.as_ref().is_some_and(|w| {
                 w.map == map
