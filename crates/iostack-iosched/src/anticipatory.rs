@@ -11,6 +11,7 @@
 //! `as antic_waitreq pid=P`, `as antic_waitnext pid=P`, `as antic_stop`,
 //! `as antic_timeout pid=P`, `as batch sync|async`.
 
+use crate::elv_rb::ElvRb;
 use iostack_block::{Bio, Elevator, ElvCtx, MayQueue, MergeKind, Placement, RequestPool, RqId};
 use iostack_core::{Sector, TunableDef, Tunables, Unit};
 use iostack_des::Instant;
@@ -169,7 +170,7 @@ struct AsRq {
 
 pub struct Anticipatory {
     cfg: AsConfig,
-    sort_list: [BTreeSet<(Sector, RqId)>; 2],
+    sort_list: [ElvRb; 2],
     fifo_list: [BTreeSet<(u64, RqId)>; 2],
     next_rq: [Option<RqId>; 2],
     last_sector: [Sector; 2],
@@ -210,7 +211,7 @@ impl Anticipatory {
         Anticipatory {
             current_batch_expires: cfg.batch_expire[SYNC],
             cfg,
-            sort_list: [BTreeSet::new(), BTreeSet::new()],
+            sort_list: [ElvRb::new(), ElvRb::new()],
             fifo_list: [BTreeSet::new(), BTreeSet::new()],
             next_rq: [None, None],
             last_sector: [0, 0],
@@ -308,12 +309,8 @@ impl Anticipatory {
     fn find_next_rq(&self, last: RqId) -> Option<RqId> {
         let a = self.r(last);
         let tree = &self.sort_list[a.dir];
-        let prev = tree.range(..(a.key, last)).next_back().map(|&(_, r)| r);
-        let next = tree
-            .range((a.key, last)..)
-            .nth(1)
-            .map(|&(_, r)| r)
-            .or_else(|| tree.first().map(|&(_, r)| r).filter(|&r| r != last));
+        let prev = tree.former(a.key, last);
+        let next = tree.latter_or_first(a.key, last);
         self.choose_req(next, prev)
     }
 
@@ -552,7 +549,7 @@ impl Anticipatory {
             self.next_rq[a.dir] = self.find_next_rq(rq);
         }
         assert!(self.fifo_list[a.dir].remove(&(a.fifo_seq, rq)));
-        assert!(self.sort_list[a.dir].remove(&(a.key, rq)));
+        self.sort_list[a.dir].del(a.key, rq);
     }
 
     /// `as_put_io_context`: a sync request's process has had IO complete.
@@ -623,20 +620,16 @@ impl Elevator for Anticipatory {
     /// has it.
     fn merge(&mut self, _rqs: &RequestPool, bio: &Bio) -> Option<RqId> {
         let dir = bio.flags.is_write() as usize;
-        let end = bio.end_sector();
-        self.sort_list[dir]
-            .range((end, RqId(0))..=(end, RqId(u32::MAX)))
-            .next()
-            .map(|&(_, r)| r)
+        self.sort_list[dir].find(bio.end_sector())
     }
 
     /// `as_merged_request`: a front merge moved the start; re-sort.
     fn merged(&mut self, rqs: &RequestPool, rq: RqId, kind: MergeKind) {
         if kind == MergeKind::Front {
             let mut a = self.r(rq);
-            assert!(self.sort_list[a.dir].remove(&(a.key, rq)));
-            a.key = rqs.get(rq).sector;
-            self.sort_list[a.dir].insert((a.key, rq));
+            let key = rqs.get(rq).sector;
+            self.sort_list[a.dir].rekey(a.key, key, rq);
+            a.key = key;
             self.per_rq.insert(rq, a);
         }
     }
@@ -696,7 +689,7 @@ impl Elevator for Anticipatory {
         };
         self.fifo_seq += 1;
         assert!(self.per_rq.insert(rq, a).is_none());
-        self.sort_list[dir].insert((sector, rq));
+        self.sort_list[dir].add(sector, rq);
         self.fifo_list[dir].insert((a.fifo_seq, rq));
         self.update_rq(ctx, rqs, rq, j);
     }
@@ -816,19 +809,13 @@ impl Elevator for Anticipatory {
     /// `elv_rb_former_request`.
     fn former_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let a = self.r(rq);
-        self.sort_list[a.dir]
-            .range(..(a.key, rq))
-            .next_back()
-            .map(|&(_, r)| r)
+        self.sort_list[a.dir].former(a.key, rq)
     }
 
     /// `elv_rb_latter_request`.
     fn latter_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let a = self.r(rq);
-        self.sort_list[a.dir]
-            .range((a.key, rq)..)
-            .nth(1)
-            .map(|&(_, r)| r)
+        self.sort_list[a.dir].latter(a.key, rq)
     }
 
     /// `as_activate_request`.

@@ -17,6 +17,7 @@
 //! Per-process sync queues are keyed by pid; async queues are shared per
 //! (class, level). All times are integer jiffies at `kernel/hz`.
 
+use crate::elv_rb::ElvRb;
 use iostack_block::{Bio, Elevator, ElvCtx, MayQueue, MergeKind, Placement, RequestPool, RqId};
 use iostack_core::{Profile, ReqFlags, Sector, TunableDef, Tunables, Unit};
 use iostack_des::Instant;
@@ -260,7 +261,7 @@ struct Cfqq {
     sync: bool,
     class: u8,
     prio: u8,
-    sort_list: BTreeSet<(Sector, RqId)>,
+    sort_list: ElvRb,
     fifo: BTreeSet<(u64, RqId)>,
     next_rq: Option<RqId>,
     queued: [u32; 2],
@@ -1030,14 +1031,9 @@ impl Cfq {
     /// `cfq_find_next_rq`: the best neighbour of `last` in its sort list.
     fn find_next_rq(&self, rqs: &RequestPool, q: usize, last: RqId) -> Option<RqId> {
         let sl = &self.queues[q].sort_list;
-        let _ = rqs;
-        let key = (self.rq(last).key, last);
-        let prev = sl.range(..key).next_back().map(|k| k.1);
-        let next = sl
-            .range(key..)
-            .nth(1)
-            .map(|k| k.1)
-            .or_else(|| sl.first().map(|k| k.1).filter(|&r| r != last));
+        let key = self.rq(last).key;
+        let prev = sl.former(key, last);
+        let next = sl.latter_or_first(key, last);
         self.choose_req(rqs, next, prev, rqs.get(last).sector)
     }
 
@@ -1051,7 +1047,7 @@ impl Cfq {
         let r = rqs.get(rq);
         let c = &mut self.queues[q];
         assert!(c.fifo.remove(&(d.fifo_seq, rq)));
-        assert!(c.sort_list.remove(&(d.key, rq)));
+        c.sort_list.del(d.key, rq);
         c.queued[r.flags.is_sync() as usize] -= 1;
         if r.flags.contains(ReqFlags::META) {
             c.meta_pending -= 1;
@@ -1389,7 +1385,7 @@ impl Cfq {
         let q = d.q;
         let r = rqs.get(rq);
         self.queues[q].queued[r.flags.is_sync() as usize] += 1;
-        self.queues[q].sort_list.insert((d.key, rq));
+        self.queues[q].sort_list.add(d.key, rq);
         if !self.queues[q].on_rr {
             self.add_cfqq_rr(ctx, q, j);
         }
@@ -1416,11 +1412,7 @@ impl Elevator for Cfq {
     fn merge(&mut self, _rqs: &RequestPool, bio: &Bio) -> Option<RqId> {
         let q = self.bio_queue(bio)?;
         let end = bio.end_sector();
-        self.queues[q]
-            .sort_list
-            .range((end, RqId(0))..=(end, RqId(u32::MAX)))
-            .next()
-            .map(|&(_, r)| r)
+        self.queues[q].sort_list.find(end)
     }
 
     /// `cfq_allow_merge`: no sync bio into an async request, and only within the
@@ -1443,9 +1435,9 @@ impl Elevator for Cfq {
         let mut d = self.rq(rq);
         let q = d.q;
         let c = &mut self.queues[q];
-        assert!(c.sort_list.remove(&(d.key, rq)));
-        d.key = rqs.get(rq).sector;
-        c.sort_list.insert((d.key, rq));
+        let key = rqs.get(rq).sector;
+        c.sort_list.rekey(d.key, key, rq);
+        d.key = key;
         self.per_rq[rq.0 as usize] = Some(d);
         let next = c.next_rq;
         let chosen = self.choose_req(rqs, next, Some(rq), self.last_position);
@@ -1616,14 +1608,12 @@ impl Elevator for Cfq {
 
     fn former_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let d = self.per_rq.get(rq.0 as usize).copied().flatten()?;
-        let sl = &self.queues[d.q].sort_list;
-        sl.range(..(d.key, rq)).next_back().map(|k| k.1)
+        self.queues[d.q].sort_list.former(d.key, rq)
     }
 
     fn latter_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let d = self.per_rq.get(rq.0 as usize).copied().flatten()?;
-        let sl = &self.queues[d.q].sort_list;
-        sl.range((d.key, rq)..).nth(1).map(|k| k.1)
+        self.queues[d.q].sort_list.latter(d.key, rq)
     }
 
     /// `cfq_activate_request`.

@@ -4,6 +4,7 @@
 //! `writes_starved` times, and restarts from the FIFO head when it has expired.
 //! Deadlines are in jiffies, checked only between batches.
 
+use crate::elv_rb::ElvRb;
 use iostack_block::{Bio, Elevator, ElvCtx, MergeKind, Placement, RequestPool, RqId};
 use iostack_core::{Sector, TunableDef, Tunables, Unit};
 use std::collections::BTreeSet;
@@ -93,7 +94,7 @@ struct DlRq {
 
 pub struct Deadline {
     cfg: DeadlineConfig,
-    sort_list: [BTreeSet<(Sector, RqId)>; 2],
+    sort_list: [ElvRb; 2],
     fifo_list: [BTreeSet<(u64, RqId)>; 2],
     next_rq: [Option<RqId>; 2],
     batching: u32,
@@ -106,7 +107,7 @@ impl Deadline {
     pub fn new(cfg: DeadlineConfig) -> Self {
         Deadline {
             cfg,
-            sort_list: [BTreeSet::new(), BTreeSet::new()],
+            sort_list: [ElvRb::new(), ElvRb::new()],
             fifo_list: [BTreeSet::new(), BTreeSet::new()],
             next_rq: [None, None],
             batching: 0,
@@ -123,10 +124,7 @@ impl Deadline {
     /// `deadline_latter_request`: next in sector order.
     fn latter(&self, rq: RqId) -> Option<RqId> {
         let d = self.d(rq);
-        self.sort_list[d.dir]
-            .range((d.key, rq)..)
-            .nth(1)
-            .map(|&(_, r)| r)
+        self.sort_list[d.dir].latter(d.key, rq)
     }
 
     /// `deadline_remove_request`.
@@ -135,7 +133,7 @@ impl Deadline {
         if self.next_rq[d.dir] == Some(rq) {
             self.next_rq[d.dir] = self.latter(rq);
         }
-        assert!(self.sort_list[d.dir].remove(&(d.key, rq)));
+        self.sort_list[d.dir].del(d.key, rq);
         assert!(self.fifo_list[d.dir].remove(&(d.fifo_seq, rq)));
         self.per_rq[rq.0 as usize] = None;
     }
@@ -164,20 +162,16 @@ impl Elevator for Deadline {
             return None;
         }
         let dir = bio.flags.is_write() as usize;
-        let end = bio.end_sector();
-        self.sort_list[dir]
-            .range((end, RqId(0))..=(end, RqId(u32::MAX)))
-            .next()
-            .map(|&(_, r)| r)
+        self.sort_list[dir].find(bio.end_sector())
     }
 
     /// `deadline_merged_request`: a front merge moved the start; re-sort.
     fn merged(&mut self, rqs: &RequestPool, rq: RqId, kind: MergeKind) {
         if kind == MergeKind::Front {
             let mut d = self.d(rq);
-            assert!(self.sort_list[d.dir].remove(&(d.key, rq)));
-            d.key = rqs.get(rq).sector;
-            self.sort_list[d.dir].insert((d.key, rq));
+            let key = rqs.get(rq).sector;
+            self.sort_list[d.dir].rekey(d.key, key, rq);
+            d.key = key;
             self.per_rq[rq.0 as usize] = Some(d);
         }
     }
@@ -219,7 +213,7 @@ impl Elevator for Deadline {
         }
         assert!(self.per_rq[i].is_none());
         self.per_rq[i] = Some(d);
-        self.sort_list[dir].insert((d.key, rq));
+        self.sort_list[dir].add(d.key, rq);
         self.fifo_list[dir].insert((d.fifo_seq, rq));
     }
 
@@ -279,10 +273,7 @@ impl Elevator for Deadline {
 
     fn former_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {
         let d = self.d(rq);
-        self.sort_list[d.dir]
-            .range(..(d.key, rq))
-            .next_back()
-            .map(|&(_, r)| r)
+        self.sort_list[d.dir].former(d.key, rq)
     }
 
     fn latter_request(&self, _rqs: &RequestPool, rq: RqId) -> Option<RqId> {

@@ -5,6 +5,7 @@
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod elv_rb;
 pub mod noop;
 
 use iostack_block::Elevator;
