@@ -446,15 +446,7 @@ impl Ext4 {
     }
 
     fn check_range(lblk: u64, n: u64) -> Result<(), FsError> {
-        if n == 0 {
-            return Err(FsError::Invalid("empty block range".into()));
-        }
-        match lblk.checked_add(n) {
-            Some(e) if e <= MAX_LBLK => Ok(()),
-            _ => Err(FsError::Invalid(format!(
-                "blocks {lblk}+{n} lie beyond the largest file offset"
-            ))),
-        }
+        crate::extent_fs::check_block_range(lblk, n, MAX_LBLK)
     }
 
     /// (physical, blocks left in the extent) for a mapped `lblk`.
@@ -712,10 +704,7 @@ impl ExtentFs for Ext4 {
     }
 
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
-        if name.is_empty() {
-            return Err(FsError::Invalid("empty file name".into()));
-        }
-        if let Some(&ino) = self.names.get(name) {
+        if let Some(ino) = crate::extent_fs::existing_file(&self.names, name)? {
             return Ok(ino);
         }
         let ino = FIRST_FILE_INO as u64 + self.inodes.len() as u64;

@@ -20,6 +20,29 @@ pub struct FileExtent {
     pub len: u64,
 }
 
+/// A block range a caller asked about: not empty, and not past the file system's
+/// largest file offset `max` (in blocks).
+pub fn check_block_range(lblk: u64, n: u64, max: u64) -> Result<(), FsError> {
+    if n == 0 {
+        return Err(FsError::Invalid("empty block range".into()));
+    }
+    match lblk.checked_add(n) {
+        Some(e) if e <= max => Ok(()),
+        _ => Err(FsError::Invalid(format!(
+            "blocks {lblk}+{n} lie beyond the largest file offset"
+        ))),
+    }
+}
+
+/// The first step of `create`: a name must not be empty, and an existing name
+/// opens its inode (no truncation is modelled).
+pub fn existing_file(names: &BTreeMap<String, u32>, name: &str) -> Result<Option<u32>, FsError> {
+    if name.is_empty() {
+        return Err(FsError::Invalid("empty file name".into()));
+    }
+    Ok(names.get(name).copied())
+}
+
 pub trait ExtentFs: GetBlock {
     /// "ext4", "xfs".
     fn fs_name(&self) -> &'static str;

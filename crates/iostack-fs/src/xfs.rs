@@ -529,15 +529,7 @@ impl Xfs {
     }
 
     fn check_range(lblk: u64, n: u64) -> Result<(), FsError> {
-        if n == 0 {
-            return Err(FsError::Invalid("empty block range".into()));
-        }
-        match lblk.checked_add(n) {
-            Some(e) if e <= MAX_FILE_BLOCKS => Ok(()),
-            _ => Err(FsError::Invalid(format!(
-                "blocks {lblk}+{n} lie beyond the largest file offset"
-            ))),
-        }
+        crate::extent_fs::check_block_range(lblk, n, MAX_FILE_BLOCKS)
     }
 
     /// The record holding `lblk`: (offset, record).
@@ -857,10 +849,7 @@ impl ExtentFs for Xfs {
     }
 
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
-        if name.is_empty() {
-            return Err(FsError::Invalid("empty file name".into()));
-        }
-        if let Some(&ino) = self.names.get(name) {
+        if let Some(ino) = crate::extent_fs::existing_file(&self.names, name)? {
             return Ok(ino);
         }
         let ino = self.new_ino()?;
