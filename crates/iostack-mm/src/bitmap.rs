@@ -63,15 +63,9 @@ impl PageBits {
         }
         self.grow(start + n - 1);
         let mut added = 0;
-        let (mut i, end) = (start, start + n);
-        while i < end {
-            let w = (i / 64) as usize;
-            let lo = i % 64;
-            let hi = (end - (i - lo)).min(64);
-            let mask = mask_bits(lo, hi);
+        for (w, mask) in word_masks(start, n, self.words.len()) {
             added += (mask & !self.words[w]).count_ones() as u64;
             self.words[w] |= mask;
-            i += hi - lo;
         }
         self.ones += added;
         added
@@ -80,16 +74,9 @@ impl PageBits {
     /// Clear `[start, start + n)`; returns how many were set.
     pub fn clear_range(&mut self, start: u64, n: u64) -> u64 {
         let mut removed = 0;
-        let end = (start + n).min(self.words.len() as u64 * 64);
-        let mut i = start;
-        while i < end {
-            let w = (i / 64) as usize;
-            let lo = i % 64;
-            let hi = (end - (i - lo)).min(64);
-            let mask = mask_bits(lo, hi);
+        for (w, mask) in word_masks(start, n, self.words.len()) {
             removed += (mask & self.words[w]).count_ones() as u64;
             self.words[w] &= !mask;
-            i += hi - lo;
         }
         self.ones -= removed;
         removed
@@ -97,17 +84,9 @@ impl PageBits {
 
     /// Bits set in `[start, start + n)`.
     pub fn count_range(&self, start: u64, n: u64) -> u64 {
-        let mut c = 0;
-        let end = (start + n).min(self.words.len() as u64 * 64);
-        let mut i = start;
-        while i < end {
-            let w = (i / 64) as usize;
-            let lo = i % 64;
-            let hi = (end - (i - lo)).min(64);
-            c += (mask_bits(lo, hi) & self.words[w]).count_ones() as u64;
-            i += hi - lo;
-        }
-        c
+        word_masks(start, n, self.words.len())
+            .map(|(w, mask)| (mask & self.words[w]).count_ones() as u64)
+            .sum()
     }
 
     /// First set bit in `[from, limit)`.
@@ -153,6 +132,23 @@ impl PageBits {
     pub fn run_end(&self, from: u64, limit: u64) -> u64 {
         self.next_clear(from, limit).unwrap_or(limit)
     }
+}
+
+/// The words covering `[start, start + n)` within the first `len` words, each with
+/// the mask of the range's bits in it.
+fn word_masks(start: u64, n: u64, len: usize) -> impl Iterator<Item = (usize, u64)> {
+    let end = start.saturating_add(n).min(len as u64 * 64);
+    let mut i = start;
+    std::iter::from_fn(move || {
+        if i >= end {
+            return None;
+        }
+        let w = (i / 64) as usize;
+        let lo = i % 64;
+        let hi = (end - (i - lo)).min(64);
+        i += hi - lo;
+        Some((w, mask_bits(lo, hi)))
+    })
 }
 
 fn mask_bits(lo: u64, hi: u64) -> u64 {
