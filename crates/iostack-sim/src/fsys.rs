@@ -202,12 +202,11 @@ pub fn build(
                 fs_sectors * 512 / bs,
                 t,
             );
-            let fs = iostack_fs::ext4::Ext4::new(p)
-                .map_err(|e| crate::world::SimError(format!("mkfs.ext4: {e}")))?;
-            Ok(Box::new(DelallocFs {
-                fs,
-                kind: WritepageKind::Ext4Da,
-            }))
+            mounted(
+                "mkfs.ext4",
+                iostack_fs::ext4::Ext4::new(p),
+                WritepageKind::Ext4Da,
+            )
         }
         FsKind::Xfs => {
             let p = iostack_fs::xfs::XfsParams::from_tunables(
@@ -215,12 +214,21 @@ pub fn build(
                 fs_sectors * 512 / bs,
                 t,
             );
-            let fs = iostack_fs::xfs::Xfs::new(p)
-                .map_err(|e| crate::world::SimError(format!("mkfs.xfs: {e}")))?;
-            Ok(Box::new(DelallocFs {
-                fs,
-                kind: WritepageKind::XfsCluster,
-            }))
+            mounted(
+                "mkfs.xfs",
+                iostack_fs::xfs::Xfs::new(p),
+                WritepageKind::XfsCluster,
+            )
         }
     }
+}
+
+/// A delayed-allocation file system as `mkfs` left it, mounted.
+fn mounted<T: ExtentFs + 'static>(
+    mkfs: &str,
+    fs: Result<T, FsError>,
+    kind: WritepageKind,
+) -> Result<Box<dyn SimFs>, crate::world::SimError> {
+    let fs = fs.map_err(|e| crate::world::SimError(format!("{mkfs}: {e}")))?;
+    Ok(Box::new(DelallocFs { fs, kind }))
 }
