@@ -7,7 +7,7 @@ use iostack_device::hdd::{presets, Hdd, HddParams};
 use iostack_device::Device;
 mod common;
 
-use common::{drive, Io, Rec};
+use common::{closed, drive, iops, random_reads, Io, Rec};
 
 fn preset(name: &str) -> HddParams {
     presets()
@@ -19,24 +19,6 @@ fn preset(name: &str) -> HddParams {
 
 fn build(p: &HddParams, seed: u64) -> Hdd {
     Hdd::new(p.clone(), Rng::stream(Seed(seed), "hdd"))
-}
-
-/// Closed loop: all commands available at time 0, `qd` in flight.
-fn closed(dev: &mut dyn Device, qd: u32, ios: impl IntoIterator<Item = Io>) -> Vec<Rec> {
-    let v: Vec<(u64, Io)> = ios.into_iter().map(|io| (0, io)).collect();
-    drive(dev, qd, &v)
-}
-
-fn random_reads(cap: u64, n: usize, sectors: u32, seed: u64) -> Vec<Io> {
-    let mut r = Rng::stream(Seed(seed), "random-reads");
-    (0..n)
-        .map(|_| Io {
-            sector: r.below(cap / sectors as u64) * sectors as u64,
-            sectors,
-            write: false,
-            fua: false,
-        })
-        .collect()
 }
 
 fn mean_latency(recs: &[Rec]) -> u64 {
@@ -218,11 +200,6 @@ fn random_reads_at_qd1_cost_seek_plus_half_a_revolution() {
             "{name}: {mean} vs {expect}"
         );
     }
-}
-
-fn iops(recs: &[Rec]) -> u64 {
-    let end = recs.iter().map(|r| r.done).max().unwrap();
-    recs.len() as u64 * 1_000_000_000 / end
 }
 
 #[test]

@@ -6,10 +6,10 @@ use iostack_des::{Rng, Seed};
 use iostack_device::hdd::Hdd;
 use iostack_device::presets::{list, lookup};
 use iostack_device::raid0::{presets, Piece, Raid0, Raid0Params};
-use iostack_device::{Device, DeviceSpec};
+use iostack_device::DeviceSpec;
 mod common;
 
-use common::{drive, Io, Rec};
+use common::{closed, drive, iops, random_reads, Io, Rec};
 
 fn preset() -> Raid0Params {
     match lookup("raid0-4x-2008") {
@@ -20,12 +20,6 @@ fn preset() -> Raid0Params {
 
 fn build(p: &Raid0Params, seed: u64) -> Raid0 {
     Raid0::new(p.clone(), Rng::stream(Seed(seed), "raid0"))
-}
-
-/// Closed loop: all commands available at time 0, `qd` in flight.
-fn closed(dev: &mut dyn Device, qd: u32, ios: impl IntoIterator<Item = Io>) -> Vec<Rec> {
-    let v: Vec<(u64, Io)> = ios.into_iter().map(|io| (0, io)).collect();
-    drive(dev, qd, &v)
 }
 
 fn seq_writes(start: u64, sectors: u32, n: usize) -> impl Iterator<Item = Io> {
@@ -41,23 +35,6 @@ fn seq_writes(start: u64, sectors: u32, n: usize) -> impl Iterator<Item = Io> {
 fn rate(recs: &[Rec], from: usize, to: usize, bytes_each: u64) -> u64 {
     let span = recs[to - 1].done - recs[from - 1].done;
     ((to - from) as u128 * bytes_each as u128 * 1_000_000_000 / span as u128) as u64
-}
-
-fn random_reads(cap: u64, n: usize, sectors: u32, seed: u64) -> Vec<Io> {
-    let mut r = Rng::stream(Seed(seed), "random-reads");
-    (0..n)
-        .map(|_| Io {
-            sector: r.below(cap / sectors as u64) * sectors as u64,
-            sectors,
-            write: false,
-            fua: false,
-        })
-        .collect()
-}
-
-fn iops(recs: &[Rec]) -> u64 {
-    let end = recs.iter().map(|r| r.done).max().unwrap();
-    recs.len() as u64 * 1_000_000_000 / end
 }
 
 fn mb(bytes_per_s: u64) -> f64 {

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use iostack_des::Instant;
+use iostack_des::{Instant, Rng, Seed};
 use iostack_device::{Device, DeviceCmd};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -113,4 +113,29 @@ pub fn drive(dev: &mut dyn Device, qd: u32, ios: &[(u64, Io)]) -> Vec<Rec> {
         .enumerate()
         .map(|(i, r)| r.unwrap_or_else(|| panic!("command {i} never completed")))
         .collect()
+}
+
+/// A closed loop: every command available at time 0, `qd` in flight.
+pub fn closed(dev: &mut dyn Device, qd: u32, ios: impl IntoIterator<Item = Io>) -> Vec<Rec> {
+    let v: Vec<(u64, Io)> = ios.into_iter().map(|io| (0, io)).collect();
+    drive(dev, qd, &v)
+}
+
+/// `n` aligned random reads of `sectors` over a device of `cap` sectors.
+pub fn random_reads(cap: u64, n: usize, sectors: u32, seed: u64) -> Vec<Io> {
+    let mut r = Rng::stream(Seed(seed), "random-reads");
+    (0..n)
+        .map(|_| Io {
+            sector: r.below(cap / sectors as u64) * sectors as u64,
+            sectors,
+            write: false,
+            fua: false,
+        })
+        .collect()
+}
+
+/// Commands completed per second over the whole run.
+pub fn iops(recs: &[Rec]) -> u64 {
+    let end = recs.iter().map(|r| r.done).max().unwrap();
+    recs.len() as u64 * 1_000_000_000 / end
 }
