@@ -2,14 +2,16 @@
 //! timer, the unplug threshold, sleeping allocators and batching, and deadline's
 //! batch/starvation rules, each checked against the kernel's rules event by event.
 
-use iostack_block::{Bio, BlockOut, Ctx, QueueConfig, QueueEvent, RequestQueue, Submit};
+use iostack_block::{Bio, BlockOut, Ctx, QueueEvent, RequestQueue, Submit};
 use iostack_core::{
-    Action, DevT, Profile, ReqFlags, TraceEvent, TraceRecord, TraceSink, Tracer, Tunables,
+    Action, Profile, ReqFlags, TraceEvent, TraceRecord, TraceSink, Tracer, Tunables,
 };
 use iostack_des::{EventQueue, Instant};
-use iostack_device::{Fixed, FixedParams, HwLimits};
 use std::cell::RefCell;
 use std::rc::Rc;
+
+mod common;
+use common::{fixed_queue, DISK};
 
 struct Rec(Rc<RefCell<Vec<TraceRecord>>>);
 impl TraceSink for Rec {
@@ -28,8 +30,6 @@ struct Harness {
     log: Rc<RefCell<Vec<TraceRecord>>>,
 }
 
-const DISK: DevT = DevT::new(8, 0);
-
 fn harness(sched: &str, depth: u32, sets: &[&str]) -> Harness {
     let mut t = Tunables::new(
         Profile::V2_6_33,
@@ -38,23 +38,7 @@ fn harness(sched: &str, depth: u32, sets: &[&str]) -> Harness {
     for s in sets {
         t.set_str(s).unwrap();
     }
-    let dev = Fixed::new(FixedParams {
-        overhead_ns: 1_000_000,
-        rate_bytes_per_s: 0,
-        channels: 1,
-        queue_depth: depth,
-        capacity_sectors: 1 << 30,
-        rotational: true,
-        limits: HwLimits {
-            max_hw_sectors: 1024,
-            max_segments: 128,
-            logical_block_size: 512,
-        },
-    });
-    let cfg = QueueConfig::from_tunables(&t, DISK, vec![], &dev);
-    let elv = iostack_iosched::by_name(sched, &t).unwrap();
-    let mut q = RequestQueue::new(cfg, elv, Box::new(dev));
-    q.set_checks(true);
+    let q = fixed_queue(sched, &t, 1, depth, 1 << 30, true);
     let log = Rc::new(RefCell::new(Vec::new()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(log.clone())));

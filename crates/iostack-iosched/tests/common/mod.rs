@@ -102,23 +102,7 @@ pub fn sim(
     for s in sets {
         t.set_str(s).unwrap();
     }
-    let dev = Fixed::new(FixedParams {
-        overhead_ns: MS,
-        rate_bytes_per_s: 0,
-        channels: depth,
-        queue_depth: depth,
-        capacity_sectors: 1 << 34,
-        rotational,
-        limits: HwLimits {
-            max_hw_sectors: 1024,
-            max_segments: 128,
-            logical_block_size: 512,
-        },
-    });
-    let cfg = QueueConfig::from_tunables(&t, DISK, vec![], &dev);
-    let elv = iostack_iosched::by_name(sched, &t).unwrap();
-    let mut q = RequestQueue::new(cfg, elv, Box::new(dev));
-    q.set_checks(true);
+    let q = fixed_queue(sched, &t, depth, depth, 1 << 34, rotational);
     let log = Rc::new(RefCell::new(Log::default()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(log.clone())));
@@ -228,4 +212,34 @@ impl Sim {
     pub fn msgs(&self) -> Vec<String> {
         self.log.borrow().msgs.clone()
     }
+}
+
+/// A request queue with policy `sched` over a fixed-latency device of 1 ms per
+/// command, with the invariant checks on.
+pub fn fixed_queue(
+    sched: &str,
+    t: &Tunables,
+    channels: u32,
+    depth: u32,
+    capacity_sectors: u64,
+    rotational: bool,
+) -> RequestQueue {
+    let dev = Fixed::new(FixedParams {
+        overhead_ns: MS,
+        rate_bytes_per_s: 0,
+        channels,
+        queue_depth: depth,
+        capacity_sectors,
+        rotational,
+        limits: HwLimits {
+            max_hw_sectors: 1024,
+            max_segments: 128,
+            logical_block_size: 512,
+        },
+    });
+    let cfg = QueueConfig::from_tunables(t, DISK, vec![], &dev);
+    let elv = iostack_iosched::by_name(sched, t).unwrap();
+    let mut q = RequestQueue::new(cfg, elv, Box::new(dev));
+    q.set_checks(true);
+    q
 }
