@@ -98,6 +98,10 @@ pub fn render(
         let run_ns = p.runtime().as_ns();
         j.pid = p.pid;
         j.total_run_time_ms = run_ns / 1_000_000;
+        // fio's getrusage: system time from the CPU the model charged to the
+        // task; user time (fio's own loop) is not modelled and stays 0.
+        j.sys_time_ms = p.sys_ns / 1_000_000;
+        j.ctx = p.ctx;
         for (i, d) in p.dirs.iter().enumerate() {
             if d.ios > 0 {
                 let dd = if i == 0 {

@@ -356,6 +356,7 @@ impl Simulation {
                     p.ra.prev_pos = Some(last * iostack_mm::PAGE_SIZE);
                 }
                 let done_at = now + Duration(cost);
+                self.charge_sys(pi as Task, Duration(cost));
                 self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
                 return;
             }
@@ -407,6 +408,7 @@ impl Simulation {
                 };
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                 self.vm.page_waiters.push((pi as Task, map, idx));
+                self.charge_sys(pi as Task, Duration(cost));
                 let p = &mut self.procs[pi as usize];
                 p.blocked = Blocked::OnPage;
                 p.buf_cost += cost;
@@ -432,6 +434,7 @@ impl Simulation {
             }
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
+                self.charge_sys(pi as Task, Duration(cost));
                 let p = &mut self.procs[pi as usize];
                 p.buf_cost += cost;
                 self.evq
@@ -651,6 +654,7 @@ impl Simulation {
             });
         }
         self.vm.reclaim();
+        self.charge_sys(pi as Task, cost);
         self.evq.schedule(now + cost, crate::world::Ev::Proc(pi));
     }
 
@@ -680,6 +684,7 @@ impl Simulation {
             if th.job.is_some() {
                 match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
+                        self.charge_sys(task, d);
                         self.schedule_task(task, now + d);
                         return;
                     }
@@ -789,6 +794,7 @@ impl Simulation {
     pub(crate) fn fsync_step(&mut self, pi: u32, now: Instant) -> bool {
         match self.wb_step(pi as Task, now) {
             WbStep::Continue(d) => {
+                self.charge_sys(pi as Task, d);
                 self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
                 false
             }

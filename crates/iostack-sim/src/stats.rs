@@ -114,6 +114,15 @@ pub struct ProcResult {
     /// I/Os submitted at each in-flight depth (1, 2, 4, 8, 16, 32, >=64 buckets).
     pub depth_hist: [u64; 7],
     pub error: Option<String>,
+    /// CPU time the task spent in the kernel on its own behalf: system-call
+    /// entry, pinning user pages, copies to and from the page cache, bios it
+    /// submitted, and the writeback it did itself (in `balance_dirty_pages` or
+    /// `fsync`). It is the sum of the CPU costs the model charges to the task;
+    /// fio reports it as `sys`.
+    pub sys_ns: u64,
+    /// Times the task slept and was woken (on its I/O, a request, a page or
+    /// congestion): fio's `ctx`.
+    pub ctx: u64,
 }
 
 impl ProcResult {
@@ -129,6 +138,8 @@ impl ProcResult {
             dirs: Default::default(),
             depth_hist: [0; 7],
             error: None,
+            sys_ns: 0,
+            ctx: 0,
         }
     }
 

@@ -633,6 +633,7 @@ impl Simulation {
                 "woke a task that was not asleep"
             );
             proc_.blocked = Blocked::No;
+            proc_.result.ctx += 1;
             // The woken submitter carries on with its next bio.
             let at = now + Duration(self.cfg.machine.cpu_wake_ns);
             self.evq.schedule(at, Ev::Proc(p));
@@ -765,6 +766,7 @@ impl Simulation {
                 return;
             }
             if !last {
+                self.charge_sys(pi, cpu_bio);
                 self.evq.schedule(now + cpu_bio, Ev::Proc(pi));
                 return;
             }
@@ -867,6 +869,7 @@ impl Simulation {
             });
             p.buf_cost = 0;
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
+            self.charge_sys(pi, cost);
             self.evq.schedule(now + cost, Ev::Proc(pi));
             return;
         }
@@ -940,6 +943,7 @@ impl Simulation {
         s.depth = p.inflight;
         let m = &self.cfg.machine;
         let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
+        p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
             // Entirely a hole or past EOF: no I/O, completes at once.
             self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
@@ -978,6 +982,7 @@ impl Simulation {
         p.free.push(slot);
         if p.blocked == Blocked::OnIo {
             p.blocked = Blocked::No;
+            p.result.ctx += 1;
             self.issue_next(pi, now);
         }
     }
@@ -1073,7 +1078,16 @@ impl Simulation {
             return;
         }
         p.blocked = Blocked::No;
+        p.result.ctx += 1;
         self.evq.schedule(at, Ev::Proc(task));
+    }
+
+    /// Account CPU time a task spends in the kernel (fio's `sys`). Kernel
+    /// threads (the flusher, the inode-table zeroing) are not fio jobs.
+    pub(crate) fn charge_sys(&mut self, task: Task, d: Duration) {
+        if task != FLUSHER && task != LAZYINIT {
+            self.procs[task as usize].result.sys_ns += d.as_ns();
+        }
     }
 
     pub(crate) fn any_proc_alive(&self) -> bool {

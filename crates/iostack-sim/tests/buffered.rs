@@ -262,3 +262,37 @@ fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_
         "{old_extents} vs {fix_extents}"
     );
 }
+
+#[test]
+fn buffered_writes_cost_the_copy_in_system_time_and_direct_writes_the_page_pinning() {
+    // 4 MiB in 4 KiB writes on the null disk, far below the dirty limits, so the
+    // buffered writer never writes back itself and never sleeps: its system time
+    // is one system call and one page copy per write. The O_DIRECT writer pins
+    // one user page per write and sleeps once per write for its completion; a
+    // one-page write is one bio, whose submission cost the model folds into the
+    // sleep, so its system time is one system call and one pinned page per write.
+    let (syscall, copy, pin) = (3_000u64, 5_000u64, 700u64);
+    let machine = format!(
+        "base = null\nmem_mb = 4096\ncpu_syscall_ns = {syscall}\ncpu_copy_page_ns = {copy}\n\
+         cpu_page_ns = {pin}\n"
+    );
+    let n = 1024u64;
+    let run = |direct: bool| {
+        let mut w = writer(n * 4096, 4096);
+        w.direct = direct;
+        w.end_fsync = false;
+        let c = cfg(&machine, Profile::V2_6_32, &[], vec![w]);
+        let (r, _) = Simulation::new(c).unwrap().run();
+        let p = r.procs[0].clone();
+        assert!(p.error.is_none(), "{:?}", p.error);
+        assert_eq!(p.dirs[1].bytes, n * 4096);
+        p
+    };
+    let buffered = run(false);
+    let direct = run(true);
+    assert_eq!(buffered.sys_ns, n * (syscall + copy));
+    assert_eq!(buffered.ctx, 0);
+    assert_eq!(direct.sys_ns, n * (syscall + pin));
+    assert_eq!(direct.ctx, n);
+    assert!(buffered.sys_ns > direct.sys_ns);
+}
