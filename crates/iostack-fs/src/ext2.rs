@@ -103,10 +103,9 @@ impl Ext2 {
         self.p.blocks.div_ceil(self.p.blocks_per_group)
     }
 
-    /// Metadata blocks at the start of group `g` (`ext2_bg_has_super`: groups 0, 1
-    /// and powers of 3, 5 and 7 carry superblock and descriptor backups).
+    /// Metadata blocks at the start of group `g`.
     fn group_meta(&self, g: u64) -> u64 {
-        let has_super = g <= 1 || [3u64, 5, 7].iter().any(|&b| is_power_of(g, b));
+        let has_super = has_super(g);
         let gdt_blocks = (self.groups() * 32).div_ceil(self.p.block_size as u64);
         let sb = if has_super { 1 + gdt_blocks } else { 0 };
         sb + 2 + self.p.inode_table_blocks
@@ -231,6 +230,13 @@ impl Ext2 {
         self.append_blocks(ino, size.div_ceil(bs))?;
         Ok(ino)
     }
+}
+
+/// Groups carrying superblock and descriptor backups with sparse_super: 0, 1
+/// and powers of 3, 5 and 7 (`ext2_bg_has_super`, `ext3_bg_has_super`,
+/// `ext4_bg_has_super`).
+pub fn has_super(g: u64) -> bool {
+    g <= 1 || [3u64, 5, 7].iter().any(|&b| is_power_of(g, b))
 }
 
 fn is_power_of(mut g: u64, b: u64) -> bool {

@@ -24,6 +24,7 @@
 //!   `ext4_mb_new_blocks` for one run.
 //! * **Direct I/O**: `GetBlock::get_block` is `ext4_get_block` → `ext4_get_blocks_wrap`.
 
+use crate::ext2::has_super;
 use crate::extent_fs::{check_tiling, ExtentFs, FileExtent, RangeSet};
 use crate::mballoc::{AllocRequest, MbConfig, MbVariant, Mballoc};
 use crate::{BlockMapping, FsError, GetBlock};
@@ -140,22 +141,6 @@ pub struct Ext4 {
     dirty: u64,
     /// `current->pid` of the task allocating (2.6.28 goal colour).
     pid: u32,
-}
-
-/// Groups carrying superblock and descriptor backups: 0, 1 and powers of 3, 5, 7
-/// (`ext4_bg_has_super` with sparse_super).
-pub fn has_super(g: u64) -> bool {
-    g <= 1 || [3u64, 5, 7].iter().any(|&b| is_power_of(g, b))
-}
-
-fn is_power_of(mut g: u64, b: u64) -> bool {
-    if g == 0 {
-        return false;
-    }
-    while g % b == 0 {
-        g /= b;
-    }
-    g == 1
 }
 
 /// mke2fs's default journal size (`ext2fs_default_journal_size`, 1.41).
