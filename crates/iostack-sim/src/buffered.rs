@@ -409,9 +409,11 @@ impl Simulation {
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                 self.vm.page_waiters.push((pi as Task, map, idx));
                 self.charge_sys(pi as Task, Duration(cost));
+                // The copies made so far take their CPU time before the sleep
+                // can end.
                 let p = &mut self.procs[pi as usize];
                 p.blocked = Blocked::OnPage;
-                p.buf_cost += cost;
+                p.cpu_until = now + Duration(cost);
                 return;
             }
             // Copy the run of up-to-date pages without a marker.
@@ -435,8 +437,6 @@ impl Simulation {
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
                 self.charge_sys(pi as Task, Duration(cost));
-                let p = &mut self.procs[pi as usize];
-                p.buf_cost += cost;
                 self.evq
                     .schedule(now + Duration(cost), crate::world::Ev::Proc(pi));
                 return;

@@ -163,7 +163,9 @@ pub(crate) struct Proc {
     pub(crate) buf: Option<BufOp>,
     pub(crate) ra: FileRaState,
     pub(crate) unplug_after: bool,
-    pub(crate) buf_cost: u64,
+    /// The task is on the CPU until then (copies made before it went to sleep
+    /// on a page); a wake-up cannot run it earlier.
+    pub(crate) cpu_until: Instant,
     pub(crate) pending: VecDeque<iostack_block::Bio>,
     pub(crate) throttle: Option<Throttle>,
     pub(crate) dirtied_since_check: u64,
@@ -487,7 +489,7 @@ impl Simulation {
                 buf: None,
                 ra: crate::buffered::ra_state(self.vm.cfg.ra_pages),
                 unplug_after: false,
-                buf_cost: 0,
+                cpu_until: Instant::ZERO,
                 pending: VecDeque::new(),
                 throttle: None,
                 dirtied_since_check: 0,
@@ -867,7 +869,6 @@ impl Simulation {
                 len,
                 issue: now,
             });
-            p.buf_cost = 0;
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
             self.charge_sys(pi, cost);
             self.evq.schedule(now + cost, Ev::Proc(pi));
@@ -1079,7 +1080,7 @@ impl Simulation {
         }
         p.blocked = Blocked::No;
         p.result.ctx += 1;
-        self.evq.schedule(at, Ev::Proc(task));
+        self.evq.schedule(at.max(p.cpu_until), Ev::Proc(task));
     }
 
     /// Account CPU time a task spends in the kernel (fio's `sys`). Kernel
