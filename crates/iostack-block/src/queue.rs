@@ -137,9 +137,18 @@ pub struct BlockOut {
     pub events: Vec<(Instant, QueueEvent)>,
 }
 
+/// A dispatched request counts as a seek when it starts more than this many
+/// sectors (64 KiB) from the end of the one dispatched before it: seekwatcher's
+/// rule on D events (reference formats-and-tools.md §4.1), the tool whose seek
+/// graphs seed 001's post reads.
+pub const SEEK_SECTORS: u64 = 128;
+
 /// Counters a run reports, and the invariant checker reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueStats {
+    /// Dispatched requests that start more than `SEEK_SECTORS` away from where
+    /// the previously dispatched one ended: seekwatcher's seek count.
+    pub dispatch_seeks: u64,
     pub bios_queued: u64,
     pub bios_completed: u64,
     pub bytes_queued: u64,
@@ -217,6 +226,8 @@ pub struct RequestQueue {
     hash_overflow: Vec<(Sector, RqId)>,
     /// `q->end_sector` and `q->boundary_rq` for `elv_dispatch_sort`.
     end_sector: Sector,
+    /// End of the last request issued (D), for `QueueStats::dispatch_seeks`.
+    last_issued_end: Option<Sector>,
     boundary_rq: Option<RqId>,
     plugged: bool,
     unplug_gen: u64,
@@ -260,6 +271,7 @@ impl RequestQueue {
             hash: SectorMap::default(),
             hash_overflow: Vec::new(),
             end_sector: 0,
+            last_issued_end: None,
             boundary_rq: None,
             plugged: false,
             unplug_gen: 0,
@@ -1146,6 +1158,14 @@ impl RequestQueue {
                 self.flush_msgs(now, ctx, tr);
                 self.trace_rq(now, rq, ctx, Action::Issue, tr);
                 self.stats.requests_dispatched += 1;
+                let r = self.rqs.get(rq);
+                if self
+                    .last_issued_end
+                    .is_some_and(|e| e.abs_diff(r.sector) > SEEK_SECTORS)
+                {
+                    self.stats.dispatch_seeks += 1;
+                }
+                self.last_issued_end = Some(r.end_sector());
             }
             if self.boundary_rq.is_none() || self.boundary_rq == Some(rq) {
                 self.end_sector = self.rqs.get(rq).end_sector();

@@ -115,6 +115,10 @@ pub(crate) struct Wcp {
     /// `lock_page` on a page another caller holds in its extent: the caller
     /// sleeps until that extent is written, then looks at the page again.
     pub(crate) lock_wait: Option<u64>,
+    /// ext4: dirty pages this `ext4_da_writepages` call passed over without
+    /// writing (`redirty_page_for_writepage` after an extent was submitted,
+    /// counted in `wbc->pages_skipped`), carried across its restarts.
+    pub(crate) skipped: u64,
 }
 
 /// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
@@ -202,6 +206,8 @@ pub(crate) struct Vm {
     pub lock_waiters: Vec<(Task, u32, u64)>,
     /// How many times a writeback caller waited for such a page.
     pub lock_waits: u64,
+    /// Pages sent to the disk by writeback, by who sent them.
+    pub wb_pages: crate::stats::WbPages,
 }
 
 /// The file system's background zeroing of inode tables through the block
@@ -246,6 +252,7 @@ impl Vm {
             ext4_redirtied: 0,
             lock_waiters: Vec::new(),
             lock_waits: 0,
+            wb_pages: crate::stats::WbPages::default(),
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
@@ -499,6 +506,15 @@ impl Simulation {
     ) {
         let spp = iostack_mm::PAGE_SIZE / 512;
         let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
+        if write {
+            let wb = &mut self.vm.wb_pages;
+            match task {
+                _ if map == 0 => wb.bdev += n,
+                FLUSHER => wb.flusher += n,
+                LAZYINIT => wb.kthread += n,
+                _ => wb.dirtier += n,
+            }
+        }
         let (pid, cpu, ioprio) = self.task_ids(task);
         let dev = self.cfg.machine.fs_dev();
         let mut off = 0;
@@ -1112,6 +1128,7 @@ impl Simulation {
             pvec_pos: 0,
             cluster: None,
             lock_wait: None,
+            skipped: 0,
         }
     }
 
@@ -1266,6 +1283,7 @@ impl Simulation {
                 if w.io_done {
                     // __mpage_da_writepage after the extent was written: redirty
                     // the rest of the pagevec and return MPAGE_DA_EXTENT_TAIL.
+                    w.skipped += 1;
                     continue;
                 }
                 match w.ext {
@@ -1275,6 +1293,7 @@ impl Simulation {
                         w.io_done = true;
                         w.extent_tail = true;
                         w.done = true;
+                        w.skipped += 1;
                         continue;
                     }
                     Some((first, _)) => w.ext = Some((first, page + 1)),
@@ -1393,6 +1412,26 @@ impl Simulation {
                 nw.start = w.index;
             }
             nw.da_start = nw.start;
+            nw.skipped = w.skipped;
+            self.job_of(task).cur = Some(nw);
+            return;
+        }
+        if kind == WritepageKind::Ext4Da
+            && sync_all
+            && w.skipped > 0
+            && self.vm.maps[map as usize].nr_dirty() > 0
+        {
+            // A data-integrity pass continues from where each extent stopped
+            // (range_cont), so the pages a pagevec redirtied after an extent sit
+            // behind it. ext4_da_writepages must not return from a WB_SYNC_ALL
+            // call with pages skipped (Aneesh Kumar's 16 Oct 2008 revision of
+            // the fragmentation fix compares wbc->pages_skipped with its value on
+            // entry and reports "This should not happen" otherwise): go back to
+            // the start of the range, so that fsync writes every page that was
+            // dirty when it began. Each such pass writes the extent before its
+            // skipped pages, so this ends.
+            let mut nw = self.wcp_begin(task, map, false, is_flusher);
+            nw.owns_isync = w.owns_isync;
             self.job_of(task).cur = Some(nw);
             return;
         }

@@ -207,6 +207,22 @@ pub const METRICS: &[(&str, MetricFn)] = &[
         aggregate_kib_per_s(r, 1, j) * 1024.0 / 1e6
     }),
     ("elapsed_us", |r, _| r.end.as_ns() as f64 / 1000.0),
+    // Seekwatcher's seek count over the dispatched requests.
+    ("seeks", |r, _| r.queue.dispatch_seeks as f64),
+    // Share of the files' written-back pages that the flusher sent, in percent.
+    ("flusher_pct", |r, _| {
+        let w = r.vm.wb_pages;
+        let all = w.flusher + w.dirtier + w.kthread;
+        if all == 0 {
+            0.0
+        } else {
+            100.0 * w.flusher as f64 / all as f64
+        }
+    }),
+    // Decimal megabytes written back from the block device's page cache.
+    ("bdev_MB", |r, _| {
+        (r.vm.wb_pages.bdev * iostack_mm::PAGE_SIZE) as f64 / 1e6
+    }),
     ("extents", |r, j| {
         r.files
             .iter()

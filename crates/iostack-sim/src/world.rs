@@ -557,6 +557,7 @@ impl Simulation {
         let end = last_work;
         vm_stats.lock_waits = self.vm.lock_waits;
         vm_stats.redirtied = self.vm.ext4_redirtied;
+        vm_stats.wb_pages = self.vm.wb_pages;
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
         if self.procs.iter().all(|p| p.blocked == Blocked::Done) {

@@ -296,3 +296,107 @@ fn buffered_writes_cost_the_copy_in_system_time_and_direct_writes_the_page_pinni
     assert_eq!(direct.ctx, n);
     assert!(buffered.sys_ns > direct.sys_ns);
 }
+
+/// Issued requests (D): (sector, sectors).
+struct Issued(Rc<RefCell<Vec<(u64, u32)>>>);
+
+impl TraceSink for Issued {
+    fn event(&mut self, ev: &TraceEvent) {
+        if let TraceEvent::Block(r) = ev {
+            if r.action == Action::Issue {
+                self.0.borrow_mut().push((r.sector, r.bytes / 512));
+            }
+        }
+    }
+}
+
+#[test]
+fn seek_count_and_writeback_split_agree_with_the_trace() {
+    // Seed 001's streaming writer on its array, with and without ext4's inode-table
+    // zeroing. The run's counters must agree with the blktrace event stream: the
+    // seek count with seekwatcher's rule applied to the D events, and the pages
+    // written back (by pdflush, by the throttled writer, by the zeroing thread, of
+    // the block device) with the pages of the queued writes.
+    for lazy in [0, 1] {
+        let set = format!("fs/ext4/lazy_itable_init={lazy}");
+        let c = cfg(
+            "base = raid0-2008\nmem_mb = 1024\n",
+            Profile::V2_6_28,
+            &[&set],
+            vec![writer(256 << 20, 1 << 20)],
+        );
+        let mut sim = Simulation::new(c).unwrap();
+        let queued = Rc::new(RefCell::new(Vec::new()));
+        let issued = Rc::new(RefCell::new(Vec::new()));
+        sim.attach(Box::new(Queued {
+            write: true,
+            seen: queued.clone(),
+        }));
+        sim.attach(Box::new(Issued(issued.clone())));
+        let (r, _) = sim.run();
+        assert!(r.procs[0].error.is_none(), "{:?}", r.procs[0].error);
+        let d = issued.borrow();
+        let seeks = d
+            .windows(2)
+            .filter(|w| (w[0].0 + w[0].1 as u64).abs_diff(w[1].0) > 128)
+            .count() as u64;
+        assert_eq!(r.queue.dispatch_seeks, seeks, "lazy_itable_init={lazy}");
+        let q = queued.borrow();
+        let pages = |f: &dyn Fn(&QueuedBio) -> bool| -> u64 {
+            q.iter().filter(|x| f(x)).map(|x| x.2 as u64).sum::<u64>() / 8
+        };
+        if lazy == 0 {
+            let f = &r.files[0];
+            let mut covered = std::collections::BTreeSet::new();
+            for x in q.iter() {
+                for s in (x.1..x.1 + x.2 as u64).step_by(8) {
+                    covered.insert(s / 8);
+                }
+            }
+            let mut missing = Vec::new();
+            for &(l, p, n) in &f.extents {
+                for i in 0..n {
+                    if !covered.contains(&(p + i)) {
+                        missing.push(l + i);
+                    }
+                }
+            }
+            println!("extents {:?}", &f.extents[..f.extents.len().min(8)]);
+            println!(
+                "missing {} first {:?}",
+                missing.len(),
+                &missing[..missing.len().min(20)]
+            );
+            let mut dup = 0;
+            let mut seen = std::collections::BTreeSet::new();
+            for x in q.iter() {
+                for s in (x.1..x.1 + x.2 as u64).step_by(8) {
+                    if !seen.insert(s) {
+                        dup += 1;
+                    }
+                }
+            }
+            println!("dup pages {dup}");
+        }
+        let wb = r.vm.wb_pages;
+        println!(
+            "lazy_itable_init={lazy}: {seeks} seeks in {} requests, {wb:?}",
+            d.len()
+        );
+        assert_eq!(
+            wb.flusher + wb.dirtier + wb.kthread + wb.bdev,
+            pages(&|_| true),
+            "every queued write is a written-back page, counted once"
+        );
+        if lazy == 0 {
+            let writer = r.procs[0].pid;
+            assert_eq!((wb.kthread, wb.bdev), (0, 0));
+            assert_eq!(wb.dirtier, pages(&|x| x.3 == writer));
+            assert_eq!(wb.flusher, pages(&|x| x.3 != writer));
+            assert_eq!(wb.dirtier + wb.flusher, 256 << 8, "the file, once");
+        } else {
+            assert!(wb.bdev > 0, "the zeroing wrote inode tables: {wb:?}");
+            assert!(seeks > 0);
+        }
+    }
+}
