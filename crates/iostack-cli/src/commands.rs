@@ -128,10 +128,10 @@ fn tunables_of(p: &Parsed) -> Result<Tunables> {
 }
 
 /// `--layout PATH=SIZE[@BLOCK]` files, as processes that only lay out.
-fn layouts(p: &Parsed) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
+fn layouts(p: &Parsed, m: &Machine) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
     let mut v = Vec::new();
     for l in p.all("layout") {
-        v.push(iostack_sim::frontend::parse_layout(l)?);
+        v.push(iostack_sim::frontend::layout_on(l, m)?);
     }
     Ok(v)
 }
@@ -142,7 +142,7 @@ fn config_of(
     m: Machine,
 ) -> Result<SimConfig> {
     let t = tunables_of(p)?;
-    let mut procs = layouts(p)?;
+    let mut procs = layouts(p, &m)?;
     procs.extend(work);
     let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
     iostack_iosched::by_name(&scheduler, &t).map_err(SimError::Scheduler)?;

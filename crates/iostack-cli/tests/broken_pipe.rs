@@ -19,7 +19,12 @@ fn closed_after(args: &[&str], keep: usize) -> (Option<i32>, String) {
     out.read_exact(&mut buf).unwrap();
     drop(out);
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     (child.wait().unwrap().code(), err)
 }
 

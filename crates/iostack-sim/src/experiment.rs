@@ -363,6 +363,13 @@ impl Experiment {
                 input: f.size.get_ref().clone(),
                 message: e.to_string(),
             })?;
+            frontend::fits_on_disk(size, m).map_err(|message| SimError::Size {
+                file: Some(self.path.clone()),
+                line: self.line(&f.size),
+                origin: format!("[[setup]] {}: size", f.path),
+                input: f.size.get_ref().clone(),
+                message,
+            })?;
             procs.push(frontend::layout_only(&f.path, size, f.goal_block));
         }
         let mut work = match (&self.workload.dd, fio_text) {

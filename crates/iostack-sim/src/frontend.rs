@@ -43,6 +43,34 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
         .ok_or_else(|| SizeError::Overflow(s.to_string()))
 }
 
+/// A file that ends at byte `end` can be on the machine's file system: it is not
+/// larger than the disk (checked up front, as laying out exabytes block by block
+/// to find the file system full would take minutes).
+pub fn fits_on_disk(end: u64, m: &Machine) -> Result<(), String> {
+    let start = m.partition.map_or(0, |(_, s)| s.saturating_mul(512));
+    let room = m.device_capacity_bytes().saturating_sub(start);
+    if end > room {
+        return Err(format!(
+            "{end} bytes do not fit on the {room}-byte file system of machine '{}'",
+            m.name
+        ));
+    }
+    Ok(())
+}
+
+/// `--layout PATH=SIZE[@BLOCK]` on a machine: a process that lays the file out.
+pub fn layout_on(spec: &str, m: &Machine) -> Result<ProcSpec, SimError> {
+    let p = parse_layout(spec)?;
+    fits_on_disk(p.region, m).map_err(|message| SimError::Size {
+        file: None,
+        line: None,
+        origin: "--layout".into(),
+        input: spec.to_string(),
+        message,
+    })?;
+    Ok(p)
+}
+
 /// `--layout PATH=SIZE[@BLOCK]`: a process that lays the file out.
 pub fn parse_layout(spec: &str) -> Result<ProcSpec, SimError> {
     let bad = |message: String| SimError::Size {
@@ -212,7 +240,8 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
         ));
     }
     let bs = dd.ibs;
-    // Without count=, until end of file.
+    // Without count=, until the end of the file or device: the region is sized
+    // at setup, from what is there (`io_size == u64::MAX`).
     let io_size = count.unwrap_or(u64::MAX);
     let target = target_of(&input, 0, m).map_err(|e| dd_err(&format!("if={input}"), e))?;
     Ok(vec![ProcSpec {
@@ -220,7 +249,7 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
         offset: skip,
         io_size,
         direct: dd.iflag.direct,
-        ..ProcSpec::direct_reader("dd", "dd", target, io_size)
+        ..ProcSpec::direct_reader("dd", "dd", target, count.unwrap_or(0))
     }])
 }
 
@@ -376,6 +405,10 @@ fn sizes_of(
              beyond the largest file offset"
         );
         return Err(at.err(Some("offset"), msg));
+    }
+    let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
+    if let (true, Some(end)) = (on_fs, end) {
+        fits_on_disk(end, m).map_err(|e| at.err(Some("size"), format!("size={size}: {e}")))?;
     }
     Ok((size, io_size, offset, offset_inc))
 }
