@@ -408,7 +408,16 @@ fn sizes_of(
     }
     let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
     if let (true, Some(end)) = (on_fs, end) {
-        fits_on_disk(end, m).map_err(|e| at.err(Some("size"), format!("size={size}: {e}")))?;
+        fits_on_disk(end, m).map_err(|e| {
+            if offset == 0 && offset_inc == 0 {
+                at.err(Some("size"), format!("size={size}: {e}"))
+            } else {
+                at.err(
+                    Some("offset"),
+                    format!("offset={offset} + size={size}: {e}"),
+                )
+            }
+        })?;
     }
     Ok((size, io_size, offset, offset_inc))
 }
