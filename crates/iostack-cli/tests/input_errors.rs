@@ -153,6 +153,11 @@ fn fio_job_limits_name_the_job_and_option() {
         &["run", j, "--machine", "null"],
         &format!("{j}:1: job 'big': offset=9007199254740992000 + size=4194304: "),
     );
+    std::fs::write(&job, "[late]\nrw=read\nsize=1m\nstartdelay=200000d\n").unwrap();
+    refused(
+        &["run", j, "--machine", "null"],
+        &format!("{j}:1: job 'late': startdelay (17280000000000000000 ns) + runtime"),
+    );
     std::fs::write(&job, "[huge]\nrw=write\nsize=8000p\n").unwrap();
     refused(
         &["run", j, "--machine", "null"],

@@ -422,6 +422,28 @@ fn sizes_of(
     Ok((size, io_size, offset, offset_inc))
 }
 
+/// The longest a job's `startdelay` plus `runtime` may be: 2^62 ns (146 years),
+/// so that adding it to any simulated clock reading cannot overflow 64 bits.
+const MAX_JOB_TIME_NS: u64 = 1 << 62;
+
+/// A job's times fit the simulated clock.
+fn times_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let total = j.startdelay_ns.checked_add(j.runtime_ns);
+    if total.is_none_or(|t| t > MAX_JOB_TIME_NS) {
+        let option = if j.startdelay_ns > j.runtime_ns {
+            "startdelay"
+        } else {
+            "runtime"
+        };
+        let msg = format!(
+            "startdelay ({} ns) + runtime ({} ns) exceed the simulated clock's {MAX_JOB_TIME_NS} ns",
+            j.startdelay_ns, j.runtime_ns
+        );
+        return Err(at.err(Some(option), msg));
+    }
+    Ok(())
+}
+
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
@@ -439,6 +461,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
+        times_fit(j, &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
         let prio = j.prio.unwrap_or(4) as u8;
         for clone in 0..j.numjobs {
