@@ -158,6 +158,20 @@ fn fio_job_limits_name_the_job_and_option() {
         &["run", j, "--machine", "null"],
         &format!("{j}:1: job 'late': startdelay (17280000000000000000 ns) + runtime"),
     );
+    std::fs::write(&job, "[many]\nrw=read\nsize=1m\nnumjobs=4294967295\n").unwrap();
+    refused(
+        &["run", j, "--machine", "null"],
+        &format!("{j}:1: job 'many': numjobs=4294967295 "),
+    );
+    std::fs::write(
+        &job,
+        "[deep]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4294967295\n",
+    )
+    .unwrap();
+    refused(
+        &["run", j, "--machine", "null"],
+        &format!("{j}:1: job 'deep': iodepth=4294967295 "),
+    );
     std::fs::write(&job, "[huge]\nrw=write\nsize=8000p\n").unwrap();
     refused(
         &["run", j, "--machine", "null"],

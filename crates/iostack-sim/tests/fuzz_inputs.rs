@@ -39,6 +39,13 @@ impl Rng {
     }
 }
 
+/// The number of cases of a search: `n`, times `IOSTACK_FUZZ_SCALE` when set (a
+/// longer search by hand; `cargo test` runs the fixed budget).
+fn cases(n: usize) -> usize {
+    let scale = std::env::var("IOSTACK_FUZZ_SCALE").ok();
+    n * scale.and_then(|s| s.parse().ok()).unwrap_or(1)
+}
+
 /// Run `f` on one input; a panic fails the test with the input shown.
 fn no_panic<T>(what: &str, input: &dyn std::fmt::Debug, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -211,7 +218,7 @@ fn show(core: &CorePanics) {
 fn fuzz_machine_files_are_parsed_or_refused_at_their_line(core: &mut CorePanics) {
     let mut rng = Rng(0x1157);
     let mut built = 0;
-    for i in 0..3_000 {
+    for i in 0..cases(3_000) {
         let text = random_machine_file(&mut rng);
         let parsed = no_panic("machine::parse_file", &text, || {
             machine::parse_file("m.txt", &text)
@@ -246,7 +253,7 @@ fn fuzz_tunable_assignments_are_set_or_refused(core: &mut CorePanics) {
     let mut rng = Rng(0x5e7);
     let defs: Vec<&iostack_core::TunableDef> = tunable_tables().into_iter().flatten().collect();
     let m = machine::preset("null").unwrap();
-    for i in 0..2_000 {
+    for i in 0..cases(2_000) {
         let mut t = default_tunables();
         let mut given = Vec::new();
         for _ in 0..1 + rng.below(3) {
@@ -304,7 +311,7 @@ fn fuzz_layout_specs_are_parsed_or_refused(core: &mut CorePanics) {
         "/dev/sda",
     ];
     let m = machine::preset("null").unwrap();
-    for i in 0..3_000 {
+    for i in 0..cases(3_000) {
         let spec: String = (0..rng.below(6)).map(|_| *rng.pick(&pieces)).collect();
         match no_panic("layout_on", &spec, || frontend::layout_on(&spec, &m)) {
             Err(e) => {
@@ -366,7 +373,7 @@ fn fuzz_dd_operands_are_simulated_or_refused(core: &mut CorePanics) {
     let mut rng = Rng(0xdd);
     let m = machine::preset("null").unwrap();
     let layout = frontend::parse_layout("/mnt/test/f=1M").unwrap();
-    for i in 0..1_500 {
+    for i in 0..cases(1_500) {
         let args: Vec<&str> = (0..1 + rng.below(6))
             .map(|_| *rng.pick(DD_OPERANDS))
             .collect();
@@ -455,8 +462,8 @@ const FIO_OPTIONS: &[(&str, &[&str])] = &[
         &["0", "4k", "1m", "16e", "9223372036854775807", "50%"],
     ),
     ("offset_increment", &["0", "1m", "16e"]),
-    ("numjobs", &["1", "2", "4"]),
-    ("iodepth", &["1", "4", "32"]),
+    ("numjobs", &["1", "2", "4", "4097", "4294967295"]),
+    ("iodepth", &["1", "4", "32", "65537", "4294967295"]),
     ("direct", &["0", "1"]),
     (
         "ioengine",
@@ -525,7 +532,7 @@ fn fuzz_fio_jobs_are_simulated_or_refused(core: &mut CorePanics) {
         .iter()
         .map(|n| machine::preset(n).unwrap())
         .collect();
-    for i in 0..1_200 {
+    for i in 0..cases(1_200) {
         let text = if rng.chance(2) {
             random_job(&mut rng)
         } else {
@@ -604,7 +611,7 @@ fn fuzz_experiment_files_are_read_or_refused_at_their_line(core: &mut CorePanics
     let mut rng = Rng(0xe4);
     let corpus = experiment_corpus();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    for i in 0..400 {
+    for i in 0..cases(400) {
         let (name, base) = rng.pick(&corpus);
         let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
         for _ in 0..1 + rng.below(2) {
