@@ -8,7 +8,7 @@ use crate::stats::RunResult;
 use crate::workload::ProcSpec;
 use crate::{tunable_tables, SimConfig, SimError, Simulation};
 use iostack_core::{Profile, TraceSink, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -321,7 +321,7 @@ impl Experiment {
             seed,
             procs,
             checks: true,
-            time_limit: Duration::secs(3600),
+            until: None,
         })
     }
 
@@ -344,6 +344,12 @@ impl Experiment {
             }
             let (result, mut sinks) = sim.run();
             sinks.remove(0); // the checker
+            if !result.ending.is_complete() {
+                return Err(SimError(format!(
+                    "{} variant {}: {}",
+                    self.name, v.name, result.ending
+                )));
+            }
             if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
                 return Err(SimError(format!("{} variant {}: {e}", self.name, v.name)));
             }

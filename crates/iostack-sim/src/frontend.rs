@@ -226,6 +226,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Engine::Async,
             e => return Err(format!("{at}: ioengine={} is not modelled", e.as_str())),
         };
+        if j.time_based && j.runtime_ns == 0 {
+            return Err(format!(
+                "{at}: time_based without runtime= would never end; set runtime= (e.g. \
+                 runtime=30s)"
+            ));
+        }
         let bytes = |a: &Amount, what: &str| match a {
             Amount::Bytes(b) => Ok(*b),
             _ => Err(format!(

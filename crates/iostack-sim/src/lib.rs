@@ -8,11 +8,13 @@ pub mod experiment;
 pub mod frontend;
 pub mod fsys;
 pub mod machine;
+mod runend;
 pub mod stats;
 pub mod workload;
 mod world;
 mod writepage;
 
+pub use runend::RunEnd;
 pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, SimError, Simulation};
 
 /// A hash of everything a run depends on besides the seed: machine, profile and

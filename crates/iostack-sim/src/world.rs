@@ -64,8 +64,9 @@ pub struct SimConfig {
     pub procs: Vec<ProcSpec>,
     /// Run the full invariant checks after every event.
     pub checks: bool,
-    /// Hard stop for runaway runs.
-    pub time_limit: Duration,
+    /// A limit the user set (`--until`): the run stops there, its result marked
+    /// truncated. Without one the run goes on until the workload ends.
+    pub until: Option<Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -517,7 +518,8 @@ impl Simulation {
     /// Run, and hand back the I/O observer too.
     pub fn run_observed(mut self) -> RunOutput {
         self.start_ready_procs(Instant::ZERO);
-        let limit = Instant::ZERO + self.cfg.time_limit;
+        let limit = self.cfg.until.map(|d| Instant::ZERO + d);
+        let mut until_hit = None;
         let mut last_work = Instant::ZERO;
         let mut vm_stats = crate::stats::VmStats {
             dirty_limit: self.vm.cfg.limits.dirty,
@@ -526,7 +528,8 @@ impl Simulation {
             ..Default::default()
         };
         while let Some(s) = self.evq.pop() {
-            if s.at > limit {
+            if let Some(l) = limit.filter(|&l| s.at > l) {
+                until_hit = Some(l);
                 break;
             }
             self.events += 1;
@@ -552,31 +555,18 @@ impl Simulation {
             vm_stats.max_dirty_writeback = vm_stats
                 .max_dirty_writeback
                 .max(dirty + self.vm.nr_writeback);
+            if matches!(s.event, Ev::FlusherTimer) && self.stalled_on_timer() {
+                break;
+            }
         }
         // The periodic writeback timer does not extend a run.
-        let end = last_work;
+        let end = until_hit.unwrap_or(last_work);
+        let ending = self.run_end(until_hit, end);
         vm_stats.lock_waits = self.vm.lock_waits;
         vm_stats.redirtied = self.vm.ext4_redirtied;
         vm_stats.wb_pages = self.vm.wb_pages;
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
-        if self.procs.iter().all(|p| p.blocked == Blocked::Done) {
-            assert!(
-                self.queue.idle(),
-                "block layer not idle after all processes finished: {} requests, plugged \
-                 {}, flusher {:?} pending {}, lazyinit pending {} throttled {}, congestion \
-                 waiters {:?}, sleepers {:?}, stats {:?}",
-                self.queue.allocated(),
-                self.queue.is_plugged(),
-                std::mem::discriminant(&self.vm.flusher),
-                self.flusher_pending.len(),
-                self.vm.lazy.pending.len(),
-                self.vm.lazy.throttle.is_some(),
-                self.vm.congestion_waiters,
-                self.queue.sleepers(),
-                self.queue.stats(),
-            );
-        }
         let mut files: Vec<crate::stats::FileLayout> = Vec::new();
         let mut seen: Vec<u32> = Vec::new();
         for p in &self.procs {
@@ -609,6 +599,7 @@ impl Simulation {
             files,
             queue: *self.queue.stats(),
             end,
+            ending,
             events: self.events,
             scheduler: self.queue.elevator_name().to_string(),
         };
@@ -1175,7 +1166,16 @@ fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
                 break;
             }
         }
-        w = next.expect("a free block exists while randmap_left > 0");
+        let Some(nw) = next else {
+            // Every block this direction can reach is done, though the map (sized
+            // from the smallest block size over both directions, as fio's
+            // `init_random_map` sizes its axmap from `rw_min_bs`) has free bits
+            // beyond: fio's offset check fails and the pass ends
+            // (`get_next_rand_block` → `fio_file_reset`), so start a new pass.
+            p.randmap_left = 0;
+            return next_random_block(p, blocks);
+        };
+        w = nw;
         free = free_in(&p.randmap, w, 0);
     }
     let bit = free.trailing_zeros() as u64;

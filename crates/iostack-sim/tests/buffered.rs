@@ -55,7 +55,7 @@ fn cfg(machine_text: &str, profile: Profile, sets: &[&str], procs: Vec<ProcSpec>
         seed: Seed(7),
         procs,
         checks: true,
-        time_limit: Duration::secs(3600),
+        until: None,
     }
 }
 
