@@ -2,6 +2,7 @@
 //! tunables, a scheduler, a workload and a seed go in; a run of the simulated stack
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
+mod bdev;
 mod buffered;
 pub mod check;
 pub mod experiment;

@@ -500,11 +500,18 @@ impl Simulation {
                 end_fsync_done: false,
                 spec,
             });
-            if let Backing::File(ino) = backing {
-                let size = self.fs.get_block().i_size(ino);
-                let map = self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE));
-                self.procs.last_mut().unwrap().map = map;
-            }
+            let map = match backing {
+                Backing::File(ino) => {
+                    let size = self.fs.get_block().i_size(ino);
+                    self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE))
+                }
+                // Buffered I/O on a device node goes through its own page cache.
+                Backing::Raw { dev, size } if !self.procs.last().unwrap().spec.direct => {
+                    self.bdev_map(dev, size)
+                }
+                Backing::Raw { .. } => 0,
+            };
+            self.procs.last_mut().unwrap().map = map;
         }
         Ok(())
     }
