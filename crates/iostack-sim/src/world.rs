@@ -237,6 +237,19 @@ pub fn tunable_tables() -> Vec<&'static [iostack_core::TunableDef]> {
     v
 }
 
+/// Whether the mounted file system's direct writes allocate holes, by kernel
+/// (see `DioHoles`).
+fn dio_holes(cfg: &SimConfig) -> dio::DioHoles {
+    use crate::machine::FsKind;
+    match cfg.machine.fs {
+        FsKind::Xfs => dio::DioHoles::Allocate,
+        FsKind::Ext4 if cfg.tunables.profile() >= iostack_core::Profile::V2_6_32 => {
+            dio::DioHoles::Ext4DioWrite
+        }
+        _ => dio::DioHoles::SkipHoles,
+    }
+}
+
 /// Flags of an O_DIRECT write for the `dio/write_flags` variant, as each kernel's
 /// macros define them (`include/linux/fs.h`).
 fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
@@ -904,6 +917,7 @@ impl Simulation {
                 len,
                 self.boundary,
                 self.bio_limits,
+                dio_holes(&self.cfg),
                 &mut plan,
             ),
             Backing::Raw { size, .. } => {
@@ -916,6 +930,8 @@ impl Simulation {
                     len,
                     self.boundary,
                     self.bio_limits,
+                    // A block device has no holes (blkdev_get_block maps all).
+                    dio::DioHoles::SkipHoles,
                     &mut plan,
                 )
             }
@@ -945,8 +961,14 @@ impl Simulation {
         let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
-            // Entirely a hole or past EOF: no I/O, completes at once.
+            // Entirely a hole or past EOF: no I/O, completes at once. A sync
+            // caller waits for it like for any I/O (io_done wakes it); an async
+            // one goes on to its next I/O.
             self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
+            match p.spec.engine {
+                Engine::Sync => p.blocked = Blocked::OnIo,
+                Engine::Async => self.evq.schedule(now + cost, Ev::Proc(pi)),
+            }
             return;
         }
         p.submitting = Some((slot, 0));
