@@ -4,7 +4,8 @@
 //! a debug build). Every case runs under `catch_unwind`: no input may panic, and
 //! every refusal must be a message that names its place. Inputs that parse are
 //! driven through `Simulation::new` (setup: partitions, mkfs, file layout); a
-//! small subset also runs for a short simulated time. The parsers' own search
+//! subset also runs for a short simulated time (`until`), where a panic of the
+//! simulation core fails the test too. The parsers' own search
 //! (random and mutated job files, every fio option with odd values, numbers, dd
 //! operands) is `iostack-workload/tests/no_panic.rs`.
 
@@ -183,8 +184,7 @@ fn default_tunables() -> Tunables {
 }
 
 /// Panics found inside the simulation core's run (`Simulation::run`), as
-/// (input, message). The core is not this harness's to fix: the always-run tests
-/// print them, and the ignored `simulation_core_never_panics` fails on them.
+/// (input, message): collected so that a failing test lists them all.
 type CorePanics = Vec<(String, String)>;
 
 /// Set up (and, if `run`, briefly run) a simulation. A panic while setting up
@@ -208,11 +208,13 @@ fn simulate(cfg: SimConfig, run: bool, input: &dyn std::fmt::Debug, core: &mut C
     }
 }
 
-/// Print what the core's runs panicked on (for the report of issue 11).
-fn show(core: &CorePanics) {
-    for (input, msg) in core {
-        eprintln!("simulation core panicked: {msg}\n  input: {input}");
-    }
+/// Fail, listing every input a run panicked on.
+fn no_core_panics(core: &CorePanics) {
+    let list: Vec<String> = core
+        .iter()
+        .map(|(input, msg)| format!("simulation core panicked: {msg}\n  input: {input}"))
+        .collect();
+    assert!(list.is_empty(), "{}", list.join("\n"));
 }
 
 fn fuzz_machine_files_are_parsed_or_refused_at_their_line(core: &mut CorePanics) {
@@ -422,8 +424,7 @@ fn fio_corpus() -> Vec<String> {
 }
 
 /// The fio jobs of issue 11 that made the simulation core panic: mutation bases,
-/// so that the ignored `simulation_core_never_panics` keeps trying their
-/// neighbourhood.
+/// so that the search keeps trying their neighbourhood.
 const ISSUE_JOBS: &[&str] = &[
     "[j]\nrw=randread\nbs=64k,4k\nsize=1m\ndirect=1\ntime_based\nruntime=1\n",
     "[dev]\nfilename=/dev/sda\nrw=randread\n",
@@ -666,55 +667,40 @@ fn fuzz_experiment_files_are_read_or_refused_at_their_line(core: &mut CorePanics
 fn machine_files_are_parsed_or_refused_at_their_line() {
     let mut core = CorePanics::new();
     fuzz_machine_files_are_parsed_or_refused_at_their_line(&mut core);
-    show(&core);
+    no_core_panics(&core);
 }
 
 #[test]
 fn tunable_assignments_are_set_or_refused() {
     let mut core = CorePanics::new();
     fuzz_tunable_assignments_are_set_or_refused(&mut core);
-    show(&core);
+    no_core_panics(&core);
 }
 
 #[test]
 fn layout_specs_are_parsed_or_refused() {
     let mut core = CorePanics::new();
     fuzz_layout_specs_are_parsed_or_refused(&mut core);
-    show(&core);
+    no_core_panics(&core);
 }
 
 #[test]
 fn dd_operands_are_simulated_or_refused() {
     let mut core = CorePanics::new();
     fuzz_dd_operands_are_simulated_or_refused(&mut core);
-    show(&core);
+    no_core_panics(&core);
 }
 
 #[test]
 fn fio_jobs_are_simulated_or_refused() {
     let mut core = CorePanics::new();
     fuzz_fio_jobs_are_simulated_or_refused(&mut core);
-    show(&core);
+    no_core_panics(&core);
 }
 
 #[test]
 fn experiment_files_are_read_or_refused_at_their_line() {
     let mut core = CorePanics::new();
     fuzz_experiment_files_are_read_or_refused_at_their_line(&mut core);
-    show(&core);
-}
-
-/// Every input the harness generates, run through the core with no panic. Ignored
-/// until the simulation core's panics of issue 11 are fixed (they belong to the
-/// core's owners, not to the input layer); `cargo test -- --ignored` lists them.
-#[test]
-#[ignore = "the simulation core still panics on some fuzzed inputs (issue 11)"]
-fn simulation_core_never_panics() {
-    let mut core = CorePanics::new();
-    fuzz_machine_files_are_parsed_or_refused_at_their_line(&mut core);
-    fuzz_tunable_assignments_are_set_or_refused(&mut core);
-    fuzz_dd_operands_are_simulated_or_refused(&mut core);
-    fuzz_fio_jobs_are_simulated_or_refused(&mut core);
-    show(&core);
-    assert!(core.is_empty(), "{} runs panicked", core.len());
+    no_core_panics(&core);
 }
