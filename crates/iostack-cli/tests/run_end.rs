@@ -159,7 +159,10 @@ fn a_start_delay_past_a_day_runs_and_until_truncates() {
     assert!(ok && out.contains("\"truncated\" : \"stopped at the --until limit"));
     for bad in ["0", "-3", "soon"] {
         let (ok, _, err) = iostack(&["run", &job, "--until", bad]);
-        assert!(!ok && err.contains(&format!("--until {bad}")), "{bad}: {err}");
+        assert!(
+            !ok && err.contains(&format!("--until {bad}")),
+            "{bad}: {err}"
+        );
     }
 }
 
@@ -189,10 +192,16 @@ fn anticipation_longer_than_a_day_ends_idle() {
 /// A `time_based` job without `runtime` would never end: refused.
 #[test]
 fn time_based_without_runtime_is_refused() {
-    let job = file("forever.fio", "[j]\nrw=randread\ndirect=1\nsize=1m\ntime_based\n");
+    let job = file(
+        "forever.fio",
+        "[j]\nrw=randread\ndirect=1\nsize=1m\ntime_based\n",
+    );
     let (ok, out, err) = iostack(&["run", &job]);
     assert!(!ok && out.is_empty(), "{out}");
-    assert!(err.contains("job 'j': time_based without runtime= would never end"), "{err}");
+    assert!(
+        err.contains("job 'j': time_based without runtime= would never end"),
+        "{err}"
+    );
 }
 
 /// O_DIRECT random writes to a new file: XFS and ext4 (2.6.32+) allocate the

@@ -5,6 +5,7 @@
 mod bdev;
 mod buffered;
 pub mod check;
+mod error;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
@@ -15,8 +16,10 @@ pub mod workload;
 mod world;
 mod writepage;
 
+pub use error::SimError;
+pub use machine::{MachineError, MachineErrorKind};
 pub use runend::RunEnd;
-pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, SimError, Simulation};
+pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
 
 /// A hash of everything a run depends on besides the seed: machine, profile and
 /// tunables, scheduler and workload. Printed with every output.
