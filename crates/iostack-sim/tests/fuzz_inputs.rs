@@ -697,11 +697,8 @@ fn experiment_files_are_read_or_refused_at_their_line() {
     show(&core);
 }
 
-/// Every input the harness generates, run through the core with no panic. Ignored
-/// until the simulation core's panics of issue 11 are fixed (they belong to the
-/// core's owners, not to the input layer); `cargo test -- --ignored` lists them.
+/// Every input the harness generates, run through the core with no panic.
 #[test]
-#[ignore = "the simulation core still panics on some fuzzed inputs (issue 11)"]
 fn simulation_core_never_panics() {
     let mut core = CorePanics::new();
     fuzz_machine_files_are_parsed_or_refused_at_their_line(&mut core);
