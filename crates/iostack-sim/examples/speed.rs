@@ -1,7 +1,7 @@
 //! Quick wall-clock check of simulated I/Os per second (the criterion bench is the
 //! measurement of record): `cargo run --release -p iostack-sim --example speed`.
 use iostack_core::{Profile, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use iostack_sim::machine;
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{tunable_tables, SimConfig, Simulation};

@@ -4,7 +4,7 @@
 //! independent one over the trace (`check::Checker`).
 
 use iostack_core::{Profile, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{check, machine, tunable_tables, SimConfig, Simulation};
 use proptest::prelude::*;
