@@ -58,7 +58,11 @@ impl ReqFlags {
     /// `WRITE_FLUSH` (2.6.37+, `blkdev_issue_flush`): an empty write asking for a
     /// cache flush. 2.6.28-2.6.36 issue the same bio as `WRITE_BARRIER`.
     pub const WRITE_FLUSH: ReqFlags = ReqFlags(
-        ReqFlags::WRITE.0 | ReqFlags::SYNC.0 | ReqFlags::NOIDLE.0 | ReqFlags::UNPLUG.0 | ReqFlags::FLUSH.0,
+        ReqFlags::WRITE.0
+            | ReqFlags::SYNC.0
+            | ReqFlags::NOIDLE.0
+            | ReqFlags::UNPLUG.0
+            | ReqFlags::FLUSH.0,
     );
 
     pub const fn union(self, o: ReqFlags) -> ReqFlags {
@@ -76,6 +80,9 @@ impl ReqFlags {
     }
     pub fn remove(self, o: ReqFlags) -> ReqFlags {
         ReqFlags(self.0 & !o.0)
+    }
+    pub fn intersect(self, o: ReqFlags) -> ReqFlags {
+        ReqFlags(self.0 & o.0)
     }
     /// Whether the bio or request asks for a cache flush or forced unit access
     /// (it goes through `blk-flush.c` or the barrier sequence).

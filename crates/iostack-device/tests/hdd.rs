@@ -524,7 +524,10 @@ fn flush_destages_the_write_cache() {
         flushed / 1000
     );
     let ack_each = p.overhead_write_ns + 4096 * 1_000_000_000 / p.interface_bytes_per_s;
-    assert!(acked <= n as u64 * ack_each * 11 / 10, "cached writes are acknowledged fast");
+    assert!(
+        acked <= n as u64 * ack_each * 11 / 10,
+        "cached writes are acknowledged fast"
+    );
     assert!(flushed >= floor, "flush {flushed} ns < {floor} ns");
 
     // A clean cache: the flush is the write overhead.

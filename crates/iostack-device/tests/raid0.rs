@@ -438,8 +438,14 @@ fn flush_destages_the_controller_cache() {
     }
 
     // FUA: through to the members, slower than a cached write.
-    let cached = closed(&mut build(&p, 3), 1, seq_writes(0, 8, 1).collect::<Vec<_>>());
-    let fua: Vec<Io> = seq_writes(0, 8, 1).map(|io| Io { fua: true, ..io }).collect();
+    let cached = closed(
+        &mut build(&p, 3),
+        1,
+        seq_writes(0, 8, 1).collect::<Vec<_>>(),
+    );
+    let fua: Vec<Io> = seq_writes(0, 8, 1)
+        .map(|io| Io { fua: true, ..io })
+        .collect();
     let through = closed(&mut build(&p, 3), 1, fua);
     assert!(through[0].done > cached[0].done + p.member.overhead_write_ns);
 }
