@@ -64,9 +64,10 @@ impl Device for LogDev {
     fn complete(&mut self, _now: Instant, _id: u64) {}
 }
 
-struct Rec(Rc<RefCell<Vec<TraceRecord>>>);
+struct Rec(Rc<RefCell<Vec<TraceRecord>>>, Rc<RefCell<Vec<TraceEvent>>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
+        self.1.borrow_mut().push(ev.clone());
         if let TraceEvent::Block(r) = ev {
             self.0.borrow_mut().push(*r);
         }
@@ -79,6 +80,7 @@ struct H {
     out: BlockOut,
     evq: EventQueue<QueueEvent>,
     trace: Rc<RefCell<Vec<TraceRecord>>>,
+    events: Rc<RefCell<Vec<TraceEvent>>>,
     cmds: Rc<RefCell<Vec<(u64, DeviceCmd)>>>,
     done: Vec<(u64, u64)>,
 }
@@ -106,14 +108,16 @@ fn h(profile: Profile, sched: &str, write_cache: bool, fua: bool) -> H {
     let mut q = RequestQueue::new(cfg, elv, Box::new(dev));
     q.set_checks(true);
     let trace = Rc::new(RefCell::new(Vec::new()));
+    let events = Rc::new(RefCell::new(Vec::new()));
     let mut tr = Tracer::new();
-    tr.attach(Box::new(Rec(trace.clone())));
+    tr.attach(Box::new(Rec(trace.clone(), events.clone())));
     H {
         q,
         tr,
         out: BlockOut::default(),
         evq: EventQueue::new(),
         trace,
+        events,
         cmds,
         done: Vec::new(),
     }
@@ -350,4 +354,81 @@ fn serial_flushes_run_one_sequence_at_a_time_on_2_6_37() {
         .collect();
     assert_eq!(seq, ["F", "W100", "F", "F", "W200", "F"]);
     assert!(h.done_at(2) > h.done_at(1));
+}
+
+/// The flush sequences' traces through the real blkparse (blktrace 1.2.0): the
+/// binary action words we write make it print the same text as our blkparse
+/// sink, with the flags as blkparse spells them (`FWFS` for a FLUSH|FUA sync
+/// write, `FWS` for the flush request, `WS` for the data and the end of the
+/// sequence, no size for requests of no data; `W` only on 2.6.33 request events).
+#[test]
+fn real_blkparse_prints_the_flush_flags_as_we_do() {
+    use iostack_report::blkparse::BlkparseSink;
+    use iostack_report::blktrace::BlktraceWriter;
+    let blkparse = std::path::Path::new("/usr/bin/blkparse");
+    if !blkparse.exists() {
+        assert_eq!(
+            std::env::var("IOSTACK_SKIP_REAL_TOOLS").as_deref(),
+            Ok("1"),
+            "blkparse is not installed (install blktrace, or set IOSTACK_SKIP_REAL_TOOLS=1)"
+        );
+        return;
+    }
+    let mut a = h(Profile::V3_10, "cfq", true, false);
+    a.bio(0, 1, 2048, 8, flush_fua());
+    a.bio(MS, 2, 0, 0, flush());
+    a.bio(2 * MS, 3, 0, 0, flush());
+    a.bio(3 * MS, 4, 4096, 8, W | ReqFlags::SYNC | ReqFlags::META);
+    a.bio(3 * MS, 5, 8192, 8, ReqFlags::AHEAD);
+    a.run();
+    let mut b = h(Profile::V2_6_33, "deadline", true, false);
+    b.bio(0, 10, 1000, 8, W | ReqFlags::SYNC);
+    b.bio(0, 1, 5000, 8, W | ReqFlags::SYNC | ReqFlags::FLUSH);
+    b.run();
+    let dir = std::env::temp_dir().join(format!("iostack-flush-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, hh) in [("v310", &a), ("v2633", &b)] {
+        let events = hh.events.borrow();
+        let feed = |sink: &mut dyn TraceSink| {
+            for pid in [0u32, 101, 102, 103, 104, 105, 110] {
+                sink.process(pid, &format!("task{pid}"));
+            }
+            for ev in events.iter() {
+                sink.event(ev);
+            }
+            sink.finish(Instant(100 * MS));
+        };
+        let mut w = BlktraceWriter::new();
+        feed(&mut w);
+        w.write_files(&dir.join(name)).unwrap();
+        let mut sink = BlkparseSink::with_writer(name, BlktraceWriter::new());
+        feed(&mut sink);
+        let out = std::process::Command::new(blkparse)
+            .args(["-i", name])
+            .current_dir(&dir)
+            .env("LC_ALL", "C")
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        let real = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success() && out.stderr.is_empty());
+        assert_eq!(sink.text(), real, "{name}: our blkparse text differs from blkparse's");
+        let has = |s: &str| real.lines().any(|l| l.contains(s));
+        if name == "v310" {
+            assert!(has(" Q FWFS 2048 + 8 "), "{real}");
+            // Requests of no data print no size: the flush request, and the
+            // end of a sequence at the position past its data.
+            assert!(has(" D FWS [task101]"), "{real}");
+            assert!(has(" C FWS 0 [0]"), "{real}");
+            assert!(has(" C  WS 2056 [0]"), "{real}");
+            assert!(has(" Q WSM 4096 + 8 "), "{real}");
+            assert!(has(" Q  RA 8192 + 8 "), "{real}");
+        } else {
+            assert!(has(" Q FWS 5000 + 8 "), "{real}");
+            assert!(has(" D   W 5000 + 8 "), "{real}");
+            assert!(has(" D   W 1000 + 8 "), "{real}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
