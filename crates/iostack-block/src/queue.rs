@@ -588,10 +588,14 @@ impl RequestQueue {
         r.sectors += b.sectors;
         r.segments += b.segments;
         r.ioprio = r.ioprio.min(b.ioprio);
+        // The request's hash entry is still keyed by its old end: take it out
+        // before attempt_merge looks the request up by its new end (the kernel
+        // repositions the hash node itself, `elv_rqhash_reposition`). Left in,
+        // it outlived the request once `next` was merged into it and freed.
+        self.rqhash_del_key(old_end, rq);
         // attempt_back_merge, else elv_merged_request.
         if !self.attempt_back_merge(rq) {
             self.elv.merged(&self.rqs, rq, MergeKind::Back);
-            self.rqhash_del_key(old_end, rq);
             self.rqhash_add(rq);
             self.last_merge = Some(rq);
         }
@@ -1439,6 +1443,21 @@ impl RequestQueue {
     /// Every request is in exactly one place (elevator, dispatch list or device),
     /// pools and limits hold, and bios are conserved.
     pub fn check_invariants(&self) {
+        // Every back-merge hash entry is a queued request ending at its key.
+        for (&end, &rq) in self
+            .hash
+            .iter()
+            .chain(self.hash_overflow.iter().map(|(e, r)| (e, r)))
+        {
+            let r = self.rqs.get(rq);
+            assert!(
+                r.end_sector() == end && !r.dispatched,
+                "back-merge hash: entry at sector {end} is a request ending at {} \
+                 (dispatched {})",
+                r.end_sector(),
+                r.dispatched
+            );
+        }
         let live = self.rqs.live() as u32;
         assert_eq!(
             live,

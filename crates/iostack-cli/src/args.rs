@@ -114,6 +114,13 @@ pub const FLAGS: &[Flag] = &[
         doc: "reproduce: read experiment files from DIR instead of the built-in set",
     },
     Flag {
+        long: "until",
+        takes: Takes::Value("DURATION"),
+        repeat: false,
+        doc: "stop the simulation at this simulated time (fio time units: 30s, 2h; bare \
+              numbers are seconds); the report is marked truncated",
+    },
+    Flag {
         long: "check",
         takes: Takes::Nothing,
         repeat: false,

@@ -25,6 +25,7 @@ const COMMON: &[&str] = &[
     "ftrace",
     "blkparse",
     "check",
+    "until",
     "layout",
     "filefrag",
     "filefrag-v",
@@ -153,8 +154,20 @@ fn config_of(
         seed: seed_of(p)?,
         procs,
         checks: p.has("check") || cfg!(debug_assertions),
-        time_limit: Duration::secs(24 * 3600),
+        until: until_of(p)?,
     })
+}
+
+/// `--until DURATION`: a limit the user sets on simulated time.
+fn until_of(p: &Parsed) -> Result<Option<Duration>> {
+    let Some(s) = p.get("until") else {
+        return Ok(None);
+    };
+    match iostack_workload::parse_time_ns(s, iostack_workload::TimeUnit::Seconds) {
+        Ok(0) => Err(format!("--until {s}: the limit must be above zero").into()),
+        Ok(ns) => Ok(Some(Duration(ns))),
+        Err(e) => Err(format!("--until {s}: {e} (e.g. 30s, 10m, 2h)").into()),
+    }
 }
 
 /// `iostack tunables`: every tunable of the profile with value and unit, like
@@ -433,6 +446,10 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
         write_out(f, &crate::sinks::blkparse_text(&mut sinks))?;
     }
     let err = result.procs.iter().find_map(|p| p.error.clone());
+    if !result.ending.is_complete() && !result.ending.is_truncated() {
+        // Numbers for work that was not done are not printed.
+        return Err(result.ending.to_string().into());
+    }
     match report {
         Report::Fio { globals, .. } => {
             let any: Box<dyn Any> = observer.expect("observer attached");
@@ -443,7 +460,12 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
                 crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?;
             out::stdout(&text)?;
         }
-        Report::Dd => out::stdout(&crate::sinks::dd_report(&result, seed, hash))?,
+        Report::Dd => {
+            if result.ending.is_truncated() {
+                eprintln!("iostack: TRUNCATED: {}", result.ending);
+            }
+            out::stdout(&crate::sinks::dd_report(&result, seed, hash))?
+        }
     }
     for (flag, verbose) in [("filefrag", false), ("filefrag-v", true)] {
         for path in p.all(flag) {

@@ -413,7 +413,11 @@ fn real_blkparse_prints_the_flush_flags_as_we_do() {
             .unwrap();
         let real = String::from_utf8(out.stdout).unwrap();
         assert!(out.status.success() && out.stderr.is_empty());
-        assert_eq!(sink.text(), real, "{name}: our blkparse text differs from blkparse's");
+        assert_eq!(
+            sink.text(),
+            real,
+            "{name}: our blkparse text differs from blkparse's"
+        );
         let has = |s: &str| real.lines().any(|l| l.contains(s));
         if name == "v310" {
             assert!(has(" Q FWFS 2048 + 8 "), "{real}");

@@ -429,6 +429,11 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let at = JobAt(j);
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
+        if j.time_based && j.runtime_ns == 0 {
+            let msg =
+                "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
+            return Err(at.err(Some("time_based"), msg.into()));
+        }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
         let prio = j.prio.unwrap_or(4) as u8;

@@ -167,7 +167,7 @@ fn config(m: Machine, t: Tunables, procs: Vec<ProcSpec>, limit_ms: u64) -> SimCo
         seed: Seed(1),
         procs,
         checks: true,
-        time_limit: Duration::ms(limit_ms),
+        until: Some(Duration::ms(limit_ms)),
     }
 }
 

@@ -4,7 +4,7 @@
 //! independent one over the trace (`check::Checker`).
 
 use iostack_core::{Profile, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{check, machine, tunable_tables, SimConfig, Simulation};
 use proptest::prelude::*;
@@ -125,7 +125,7 @@ proptest! {
             seed: Seed(seed),
             procs,
             checks: true,
-            time_limit: Duration::secs(3600),
+            until: None,
         }).unwrap();
         sim.attach(Box::new(check::Checker::new(true)));
         let (r, _) = sim.run();
@@ -161,7 +161,7 @@ fn runs_are_deterministic() {
             seed: Seed(42),
             procs: vec![spec(0, &j, &m.disk_name), spec(1, &j, &m.disk_name)],
             checks: true,
-            time_limit: Duration::secs(3600),
+            until: None,
             machine: m,
         };
         let (r, _) = Simulation::new(cfg).unwrap().run();
@@ -207,7 +207,7 @@ fn random_map_covers_each_block_once_per_pass() {
         seed: Seed(3),
         procs: vec![p],
         checks: true,
-        time_limit: Duration::secs(3600),
+        until: None,
         machine: m,
     })
     .unwrap();
