@@ -285,7 +285,7 @@ fn fuzz_tunable_assignments_are_set_or_refused(core: &mut CorePanics) {
         if i % 4 == 0 {
             // Each scheduler with the tunables given.
             let mut cfg = config(m.clone(), t, tiny_work(&m), 20);
-            cfg.scheduler = rng.pick(iostack_iosched::SCHEDULERS).0.to_string();
+            cfg.scheduler = rng.pick(iostack_iosched::SCHEDULERS).name.to_string();
             simulate(cfg, i % 8 == 0, &given, core);
         }
     }
