@@ -49,7 +49,8 @@ impl From<&str> for CliError {
 }
 
 impl CliError {
-    /// An I/O error on `path`; a broken pipe on standard output is `ClosedStdout`.
+    /// An I/O error on the file `path` (standard output's own errors come from
+    /// [`stdout`], where a broken pipe is `ClosedStdout`).
     pub fn io(path: impl fmt::Display, source: io::Error) -> Self {
         CliError::Io {
             path: path.to_string(),
