@@ -112,17 +112,20 @@ impl AddressSpace {
     /// `remove_mapping`). Returns pages freed.
     pub fn reclaim(&mut self, first: u64, n: u64) -> u64 {
         let mut freed = 0;
-        let end = first + n;
+        let end = first.saturating_add(n);
         let mut i = first;
+        // A word (64 pages) at a time: the pages present and neither dirty,
+        // under writeback nor locked for a read.
         while let Some(p) = self.present.next_set(i, end) {
-            let busy = self.dirty.get(p) || self.writeback.get(p) || self.locked.get(p);
-            if !busy {
-                self.present.clear(p);
-                self.uptodate.clear(p);
-                self.ra_marker.clear(p);
-                freed += 1;
-            }
-            i = p + 1;
+            let w = p / 64;
+            let hi = (end - w * 64).min(64);
+            let range = (if hi == 64 { !0 } else { (1u64 << hi) - 1 }) & (!0u64 << (p % 64));
+            let busy = self.dirty.word(w) | self.writeback.word(w) | self.locked.word(w);
+            let idle = self.present.word(w) & range & !busy;
+            freed += self.present.clear_word(w, idle);
+            self.uptodate.clear_word(w, idle);
+            self.ra_marker.clear_word(w, idle);
+            i = w * 64 + hi;
         }
         freed
     }
