@@ -15,7 +15,6 @@ use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
 use iostack_fs::{GetBlock, RawBdev};
 use iostack_mm::FileRaState;
 use std::collections::VecDeque;
-use std::fmt;
 
 /// A schedulable task: a process index, or a kernel thread.
 pub(crate) type Task = u32;
@@ -68,16 +67,7 @@ pub struct SimConfig {
     pub time_limit: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SimError(pub String);
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
+pub(crate) use crate::error::SimError;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
