@@ -471,4 +471,75 @@ mod tests {
         assert_eq!(b.leaves(), 0);
         assert_eq!(b, PageBits::new());
     }
+
+    mod prop {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Set(u64, u64),
+            Clear(u64, u64),
+            One(u64, bool),
+        }
+
+        /// A span of three leaves and a bit, so runs cross word and leaf edges.
+        const SPAN: u64 = 3 * LEAF_BITS + 1;
+
+        fn op() -> impl Strategy<Value = Op> {
+            let run = (0..SPAN).prop_flat_map(|s| (Just(s), 0..=(SPAN - s).min(2 * LEAF_BITS)));
+            prop_oneof![
+                run.clone().prop_map(|(s, n)| Op::Set(s, n)),
+                run.prop_map(|(s, n)| Op::Clear(s, n)),
+                (0..SPAN, any::<bool>()).prop_map(|(i, v)| Op::One(i, v)),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+            /// After any sequence of range and single-bit operations the bitmap
+            /// answers every lookup as a `Vec<bool>` does.
+            #[test]
+            fn behaves_as_a_bool_vector(ops in prop::collection::vec(op(), 1..40),
+                                        probes in prop::collection::vec((0..SPAN, 0..SPAN), 8)) {
+                let mut b = PageBits::new();
+                let mut m = vec![false; SPAN as usize];
+                let ones = |m: &[bool], s: u64, e: u64| (s..e).filter(|&i| m[i as usize]).count() as u64;
+                for o in ops {
+                    match o {
+                        Op::Set(s, n) => {
+                            prop_assert_eq!(b.set_range(s, n), n - ones(&m, s, s + n));
+                            (s..s + n).for_each(|i| m[i as usize] = true);
+                        }
+                        Op::Clear(s, n) => {
+                            prop_assert_eq!(b.clear_range(s, n), ones(&m, s, s + n));
+                            (s..s + n).for_each(|i| m[i as usize] = false);
+                        }
+                        Op::One(i, v) => {
+                            let was = m[i as usize];
+                            let changed = if v { b.set(i) } else { b.clear(i) };
+                            prop_assert_eq!(changed, was != v);
+                            m[i as usize] = v;
+                        }
+                    }
+                }
+                prop_assert_eq!(b.count(), ones(&m, 0, SPAN));
+                for (x, y) in probes {
+                    let (s, e) = (x.min(y), x.max(y));
+                    prop_assert_eq!(b.next_set(s, e), (s..e).find(|&i| m[i as usize]));
+                    prop_assert_eq!(b.next_clear(s, e), (s..e).find(|&i| !m[i as usize]));
+                    prop_assert_eq!(b.count_range(s, e - s), ones(&m, s, e));
+                    prop_assert_eq!(b.get(s), m[s as usize]);
+                    prop_assert_eq!(b.word(s / 64), (0..64).fold(0u64, |w, k| {
+                        let i = s / 64 * 64 + k;
+                        w | (((i < SPAN && m[i as usize]) as u64) << k)
+                    }));
+                }
+                let live = (0..SPAN.div_ceil(LEAF_BITS))
+                    .filter(|&c| ones(&m, c * LEAF_BITS, ((c + 1) * LEAF_BITS).min(SPAN)) > 0)
+                    .count();
+                prop_assert_eq!(b.leaves(), live);
+            }
+        }
+    }
 }
