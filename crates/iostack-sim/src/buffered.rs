@@ -171,7 +171,7 @@ pub(crate) enum FlusherState {
 pub(crate) struct Vm {
     pub cfg: VmConfig,
     pub maps: Vec<AddressSpace>,
-    /// Inode number of each mapping (`u32::MAX` for the block device).
+    /// Inode number of each mapping (`bdev::BDEV_INO`, `bdev::DISK_INO` for block devices).
     pub map_ino: Vec<u32>,
     pub by_ino: BTreeMap<u32, u32>,
     pub bufbios: Slab<BufBio>,
@@ -256,7 +256,7 @@ impl Vm {
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
-        vm.map_ino.push(u32::MAX);
+        vm.map_ino.push(crate::bdev::BDEV_INO);
         vm.i_sync.push(None);
         vm
     }
@@ -461,7 +461,7 @@ impl Simulation {
             let mut l = first;
             while l < first + n {
                 let want = first + n - l;
-                let mb = if ino == u32::MAX {
+                let mb = if crate::bdev::is_bdev(ino) {
                     iostack_fs::BlockMapping {
                         pblk: Some(l),
                         count: want,
@@ -509,14 +509,15 @@ impl Simulation {
         if write {
             let wb = &mut self.vm.wb_pages;
             match task {
-                _ if map == 0 => wb.bdev += n,
+                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
                 FLUSHER => wb.flusher += n,
                 LAZYINIT => wb.kthread += n,
                 _ => wb.dirtier += n,
             }
         }
         let (pid, cpu, ioprio) = self.task_ids(task);
-        let dev = self.cfg.machine.fs_dev();
+        let dev = self.map_dev(map);
+        let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -526,11 +527,6 @@ impl Simulation {
                 pages: k,
                 write,
             });
-            let flags = if write {
-                ReqFlags::WRITE
-            } else {
-                ReqFlags::READ
-            };
             let bio = Bio {
                 dev,
                 sector: (pblk + off) * spp,
@@ -547,6 +543,20 @@ impl Simulation {
             self.pending_of(task).push_back(bio);
             off += k;
         }
+    }
+
+    /// The `rw` of a page-cache bio: readahead reads, and writeback flagged by
+    /// the job's sync mode and the file system's `->writepage` path
+    /// (`ReqFlags::writeback`).
+    fn page_bio_flags(&mut self, task: Task, map: u32, write: bool) -> ReqFlags {
+        let profile = self.cfg.tunables.profile();
+        if !write {
+            return ReqFlags::readahead(profile);
+        }
+        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
+            && self.fs.writepage_kind() == WritepageKind::Mpage;
+        let sync_all = self.job_of(task).wbc.sync_all;
+        ReqFlags::writeback(profile, sync_all, mpage)
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.
@@ -631,7 +641,7 @@ impl Simulation {
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
         let ino = self.vm.map_ino[op.map as usize];
-        if let Err(e) = self.fs.write_begin(ino, op.pos, n) {
+        if let Err(e) = self.write_begin(ino, op.pos, n) {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
@@ -643,10 +653,7 @@ impl Simulation {
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
-        let gb = self.fs.get_block();
-        if gb.i_size(ino) < end_bytes {
-            gb.set_i_size(ino, end_bytes);
-        }
+        self.extend_i_size(ino, end_bytes);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -1137,7 +1144,7 @@ impl Simulation {
     fn wcp_pagevec(&mut self, task: Task, now: Instant) -> u64 {
         let mut w = self.job_of(task).cur.take().expect("wcp");
         let map = w.map as usize;
-        let kind = if self.vm.map_ino[map] == u32::MAX {
+        let kind = if crate::bdev::is_bdev(self.vm.map_ino[map]) {
             WritepageKind::PerBuffer
         } else {
             self.fs.writepage_kind()
@@ -1342,7 +1349,7 @@ impl Simulation {
     fn wcp_finish(&mut self, task: Task, mut w: Wcp, now: Instant) {
         let is_flusher = task == FLUSHER;
         let map = w.map;
-        let kind = if self.vm.map_ino[map as usize] == u32::MAX {
+        let kind = if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) {
             WritepageKind::PerBuffer
         } else {
             self.fs.writepage_kind()

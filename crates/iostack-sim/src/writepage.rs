@@ -118,7 +118,7 @@ impl Simulation {
     /// The block of one page for writeback (allocating delayed blocks).
     pub(crate) fn map_page(&mut self, map: u32, page: u64) -> u64 {
         let ino = self.vm.map_ino[map as usize];
-        if ino == u32::MAX {
+        if crate::bdev::is_bdev(ino) {
             return page;
         }
         let mut runs: Vec<FileExtent> = Vec::new();
