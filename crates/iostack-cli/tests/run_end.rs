@@ -17,10 +17,20 @@ fn iostack(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-/// Write a file under the test's temporary directory; returns its path.
+/// Write a file under the test's temporary directory; returns its path. Tests
+/// running in parallel write the same machine files: each writes a private copy
+/// and renames it into place, so a reader never sees a file half written.
 fn file(name: &str, text: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::write(&p, text).unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let p = dir.join(name);
+    let thread = format!("{:?}", std::thread::current().id());
+    let tmp = dir.join(format!(
+        "{name}.{}.{}",
+        std::process::id(),
+        thread.replace(['(', ')'], "")
+    ));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &p).unwrap();
     p.display().to_string()
 }
 
