@@ -9,6 +9,6 @@ pub mod tunable;
 pub mod types;
 
 pub use profile::Profile;
-pub use trace::{Action, Pdu, TraceEvent, TraceRecord, TraceSink, Tracer};
+pub use trace::{Action, Pdu, TraceEvent, TraceMask, TraceRecord, TraceSink, Tracer};
 pub use tunable::{TunableDef, TunableError, Tunables, Unit};
 pub use types::{DevT, ReqFlags, Sector, SECTOR_SHIFT, SECTOR_SIZE};

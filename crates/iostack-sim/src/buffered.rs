@@ -517,6 +517,7 @@ impl Simulation {
         }
         let (pid, cpu, ioprio) = self.task_ids(task);
         let dev = self.map_dev(map);
+        let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -526,11 +527,6 @@ impl Simulation {
                 pages: k,
                 write,
             });
-            let flags = if write {
-                ReqFlags::WRITE
-            } else {
-                ReqFlags::READ
-            };
             let bio = Bio {
                 dev,
                 sector: (pblk + off) * spp,
@@ -547,6 +543,20 @@ impl Simulation {
             self.pending_of(task).push_back(bio);
             off += k;
         }
+    }
+
+    /// The `rw` of a page-cache bio: readahead reads, and writeback flagged by
+    /// the job's sync mode and the file system's `->writepage` path
+    /// (`ReqFlags::writeback`).
+    fn page_bio_flags(&mut self, task: Task, map: u32, write: bool) -> ReqFlags {
+        let profile = self.cfg.tunables.profile();
+        if !write {
+            return ReqFlags::readahead(profile);
+        }
+        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
+            && self.fs.writepage_kind() == WritepageKind::Mpage;
+        let sync_all = self.job_of(task).wbc.sync_all;
+        ReqFlags::writeback(profile, sync_all, mpage)
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.

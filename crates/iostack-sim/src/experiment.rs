@@ -440,8 +440,8 @@ impl Experiment {
             let (result, mut sinks) = sim.run();
             sinks.remove(0); // the checker
             if !result.ending.is_complete() {
-                let e = SimError::Run(result.ending.to_string());
-                return Err(e.in_variant(&self.name, &v.name));
+                let ending = SimError::Run(result.ending.to_string());
+                return Err(ending.in_variant(&self.name, &v.name));
             }
             if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
                 return Err(SimError::Run(e).in_variant(&self.name, &v.name));

@@ -107,10 +107,14 @@ proptest! {
             // The page cache and writeback over every file system.
             m = machine::parse_file("m", &format!("base = sata-2009\nfs = {fs}\n")).unwrap();
         }
-        let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
+        // Anticipatory exists up to 2.6.32; CFQ's tunables only with CFQ.
+        let profile = if sched == "anticipatory" { Profile::V2_6_32 } else { Profile::V2_6_33 };
+        let mut t = Tunables::new(profile, &tunable_tables());
         t.set("queue/nr_requests", &nr_requests.to_string()).unwrap();
         t.set("dio/boundary", boundary).unwrap();
-        t.set("iosched/cfq/version", cfq_version).unwrap();
+        if sched == "cfq" {
+            t.set("iosched/cfq/version", cfq_version).unwrap();
+        }
         let procs: Vec<ProcSpec> =
             jobs.iter().enumerate().map(|(i, j)| spec(i, j, &m.disk_name)).collect();
         let want: Vec<u64> = procs.iter().map(|p| p.io_size).collect();
