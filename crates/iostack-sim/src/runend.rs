@@ -24,7 +24,7 @@ pub enum RunEnd {
     /// could wake them, yet they were not done.
     Stalled { at: Instant, stuck: Vec<String> },
     /// Every process finished, but requests or bios were still in the block
-    /// layer.
+    /// layer, or bios a kernel thread built were never submitted.
     InFlight { at: Instant, detail: String },
 }
 
@@ -128,7 +128,11 @@ impl Simulation {
         if !names.is_empty() {
             return RunEnd::Stalled { at, stuck: names };
         }
-        if !self.queue.idle() {
+        // Bios a kernel thread built but never submitted are I/O left behind too.
+        if !self.queue.idle()
+            || !self.flusher_pending.is_empty()
+            || !self.vm.lazy.pending.is_empty()
+        {
             return RunEnd::InFlight {
                 at,
                 detail: format!(
