@@ -196,9 +196,22 @@ fn anticipation_longer_than_a_day_ends_idle() {
         "iosched/anticipatory/antic_expire=519676051",
         "--set",
         "vm/dirty_writeback_centisecs=766814",
+        "--blkparse",
+        "antic.blkparse",
     ]);
     assert!(ok, "{err}");
     assert_eq!(issued(&out).0, 1024, "{out}");
+    // The writes held back by the anticipation complete when it expires, days
+    // after the old 24-hour horizon.
+    let trace =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("antic.blkparse"))
+            .unwrap();
+    let last_c = trace
+        .lines()
+        .filter(|l| l.split_whitespace().nth(5) == Some("C"))
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(last_c > 519_676.0, "last completion at {last_c} s");
 }
 
 /// A `time_based` job without `runtime` would never end: refused.

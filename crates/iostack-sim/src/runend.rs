@@ -24,7 +24,7 @@ pub enum RunEnd {
     /// could wake them, yet they were not done.
     Stalled { at: Instant, stuck: Vec<String> },
     /// Every process finished, but requests or bios were still in the block
-    /// layer.
+    /// layer, or bios a kernel thread built were never submitted.
     InFlight { at: Instant, detail: String },
 }
 
@@ -128,7 +128,11 @@ impl Simulation {
         if !names.is_empty() {
             return RunEnd::Stalled { at, stuck: names };
         }
-        if !self.queue.idle() {
+        // Bios a kernel thread built but never submitted are I/O left behind too.
+        if !self.queue.idle()
+            || !self.flusher_pending.is_empty()
+            || !self.vm.lazy.pending.is_empty()
+        {
             return RunEnd::InFlight {
                 at,
                 detail: format!(
@@ -143,5 +147,60 @@ impl Simulation {
             };
         }
         RunEnd::Complete
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::SimConfig;
+    use iostack_core::{Profile, Tunables};
+    use iostack_des::{Duration, Seed};
+
+    fn sim(until: Option<Duration>) -> Simulation {
+        let m = crate::machine::preset("null").unwrap();
+        let procs =
+            crate::frontend::dd_procs("if=/dev/nullb0 of=/dev/null iflag=direct bs=4k count=8", &m)
+                .unwrap();
+        Simulation::new(SimConfig {
+            scheduler: "noop".into(),
+            machine: m,
+            tunables: Tunables::new(Profile::V2_6_33, &crate::tunable_tables()),
+            seed: Seed(1),
+            procs,
+            checks: true,
+            until,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_finished_run_is_complete() {
+        let (r, _) = sim(None).run();
+        assert_eq!(r.ending, RunEnd::Complete);
+        assert_eq!(r.procs[0].dirs[0].ios, 8);
+    }
+
+    /// A process left waiting with nothing to wake it ends the run as stalled,
+    /// with its result closed at the stall (not reported as done).
+    #[test]
+    fn a_process_nothing_can_wake_is_a_stall() {
+        let mut s = sim(None);
+        s.procs[0].blocked = Blocked::OnIo;
+        let (r, _) = s.run();
+        match &r.ending {
+            RunEnd::Stalled { stuck, .. } => assert_eq!(stuck[0], "dd (waiting for its I/O)"),
+            e => panic!("{e:?}"),
+        }
+        assert!(r.ending.to_string().contains("nothing can wake dd"));
+        assert!(!r.ending.is_complete() && !r.ending.is_truncated());
+    }
+
+    #[test]
+    fn until_truncates_and_closes_unfinished_processes() {
+        let (r, _) = sim(Some(Duration(1))).run();
+        assert!(r.ending.is_truncated(), "{:?}", r.ending);
+        assert_eq!(r.end, Instant(1));
+        assert_eq!(r.procs[0].end, Instant(1));
     }
 }

@@ -129,6 +129,7 @@ proptest! {
         }).unwrap();
         sim.attach(Box::new(check::Checker::new(true)));
         let (r, _) = sim.run();
+        prop_assert!(r.ending.is_complete(), "{}", r.ending);
         prop_assert_eq!(r.queue.bios_queued, r.queue.bios_completed);
         prop_assert_eq!(r.queue.bytes_queued, r.queue.bytes_completed);
         prop_assert_eq!(r.queue.requests_allocated, r.queue.requests_completed + r.queue.request_merges);
