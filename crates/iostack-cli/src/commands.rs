@@ -448,7 +448,7 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     let err = result.procs.iter().find_map(|p| p.error.clone());
     if !result.ending.is_complete() && !result.ending.is_truncated() {
         // Numbers for work that was not done are not printed.
-        return Err(result.ending.to_string().into());
+        return Err(SimError::Run(result.ending.to_string()).into());
     }
     match report {
         Report::Fio { globals, .. } => {
@@ -462,7 +462,7 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
         }
         Report::Dd => {
             if result.ending.is_truncated() {
-                eprintln!("iostack: TRUNCATED: {}", result.ending);
+                out::stderr(&format!("iostack: TRUNCATED: {}\n", result.ending));
             }
             out::stdout(&crate::sinks::dd_report(&result, seed, hash))?
         }
