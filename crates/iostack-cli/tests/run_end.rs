@@ -188,6 +188,8 @@ fn anticipation_longer_than_a_day_ends_idle() {
     let (ok, out, err) = iostack(&[
         "run",
         &job,
+        // Anticipatory exists up to 2.6.32 (the scheduler registry refuses it
+        // on the default 2.6.36 profile).
         "--kernel",
         "2.6.32",
         "--sched",
