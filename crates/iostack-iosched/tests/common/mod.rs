@@ -8,9 +8,8 @@ use iostack_block::{Bio, BlockOut, QueueConfig, QueueEvent, RequestQueue};
 use iostack_core::{Action, DevT, Profile, ReqFlags, TraceEvent, TraceSink, Tracer, Tunables};
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
-use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 pub const DISK: DevT = DevT::new(8, 0);
 pub const MS: u64 = 1_000_000;
@@ -22,17 +21,17 @@ pub struct Log {
     pub msgs: Vec<String>,
 }
 
-pub struct Rec(Rc<RefCell<Log>>);
+pub struct Rec(Arc<Mutex<Log>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
         match ev {
             TraceEvent::Block(r) if r.action == Action::Issue => {
                 self.0
-                    .borrow_mut()
+                    .lock().unwrap()
                     .issues
                     .push((r.time.0, r.sector, r.flags.is_write()))
             }
-            TraceEvent::Message { text, .. } => self.0.borrow_mut().msgs.push(text.clone()),
+            TraceEvent::Message { text, .. } => self.0.lock().unwrap().msgs.push(text.clone()),
             _ => {}
         }
     }
@@ -77,7 +76,7 @@ pub struct Sim {
     pub tr: Tracer,
     pub out: BlockOut,
     pub evq: EventQueue<QueueEvent>,
-    pub log: Rc<RefCell<Log>>,
+    pub log: Arc<Mutex<Log>>,
     pub procs: Vec<Proc>,
     pub issued: Vec<u32>,
     /// (time, seq) → process index: pending submissions.
@@ -103,7 +102,7 @@ pub fn sim(
         t.set_str(s).unwrap();
     }
     let q = fixed_queue(sched, &t, depth, depth, 1 << 34, rotational);
-    let log = Rc::new(RefCell::new(Log::default()));
+    let log = Arc::new(Mutex::new(Log::default()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(log.clone())));
     let mut s = Sim {
@@ -196,7 +195,7 @@ impl Sim {
     /// Which process each D belongs to (by sector range), as runs (proc, length).
     pub fn runs(&self) -> Vec<(usize, usize)> {
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        for &(_, sector, _) in &self.log.borrow().issues {
+        for &(_, sector, _) in &self.log.lock().unwrap().issues {
             let p = self
                 .procs
                 .iter()
@@ -210,7 +209,7 @@ impl Sim {
         runs
     }
     pub fn msgs(&self) -> Vec<String> {
-        self.log.borrow().msgs.clone()
+        self.log.lock().unwrap().msgs.clone()
     }
 }
 
