@@ -21,7 +21,8 @@ fn issue_ms(s: &Sim, i: usize) -> Vec<u64> {
     let base = s.procs[i].base;
     let hi = s.procs.iter().map(|p| p.base).filter(|&b| b > base).min();
     s.log
-        .lock().unwrap()
+        .lock()
+        .unwrap()
         .issues
         .iter()
         .filter(|&&(_, sec, _)| sec >= base && hi.is_none_or(|h| sec < h))

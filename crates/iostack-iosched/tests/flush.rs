@@ -165,7 +165,8 @@ impl H {
     /// Device commands as `F` (flush), `W<sector>` or `W<sector>!` (FUA).
     fn cmds(&self) -> Vec<String> {
         self.cmds
-            .lock().unwrap()
+            .lock()
+            .unwrap()
             .iter()
             .map(|(_, c)| {
                 if c.flush {
@@ -184,7 +185,8 @@ impl H {
     /// Trace as `action:rwbs` with the bytes for request events.
     fn trace(&self) -> Vec<String> {
         self.trace
-            .lock().unwrap()
+            .lock()
+            .unwrap()
             .iter()
             .filter(|r| !matches!(r.action, Action::Plug | Action::UnplugIo))
             .map(|r| {

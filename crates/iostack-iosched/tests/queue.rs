@@ -101,7 +101,8 @@ impl Harness {
     }
     fn actions(&self) -> String {
         self.log
-            .lock().unwrap()
+            .lock()
+            .unwrap()
             .iter()
             .map(|r| r.action.letter())
             .collect::<Vec<_>>()
@@ -109,7 +110,8 @@ impl Harness {
     }
     fn issued(&self) -> Vec<u64> {
         self.log
-            .lock().unwrap()
+            .lock()
+            .unwrap()
             .iter()
             .filter(|r| r.action == Action::Issue)
             .map(|r| r.sector)
@@ -225,7 +227,8 @@ fn deadline_alternates_by_writes_starved() {
     h.run();
     let dirs: String = h
         .log
-        .lock().unwrap()
+        .lock()
+        .unwrap()
         .iter()
         .filter(|r| r.action == Action::Issue)
         .map(|r| if r.flags.is_write() { 'W' } else { 'R' })
@@ -301,7 +304,8 @@ fn a_request_freed_by_a_request_merge_wakes_a_sleeping_allocator() {
     assert!(issued.contains(&900_000), "{issued:?}");
     let completed = h
         .log
-        .lock().unwrap()
+        .lock()
+        .unwrap()
         .iter()
         .filter(|r| r.action == Action::Complete)
         .count();

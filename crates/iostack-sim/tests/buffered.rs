@@ -23,7 +23,8 @@ impl TraceSink for Queued {
         if let TraceEvent::Block(r) = ev {
             if r.action == Action::Queue && r.flags.contains(ReqFlags::WRITE) == self.write {
                 self.seen
-                    .lock().unwrap()
+                    .lock()
+                    .unwrap()
                     .push((r.time, r.sector, r.bytes / 512, r.pid));
             }
         }

@@ -8,8 +8,8 @@ use iostack_block::{Bio, BlockOut, QueueConfig, QueueEvent, RequestQueue};
 use iostack_core::{Action, DevT, Profile, ReqFlags, TraceEvent, TraceSink, Tracer, Tunables};
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
-use std::sync::{Arc, Mutex};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 pub const DISK: DevT = DevT::new(8, 0);
 pub const MS: u64 = 1_000_000;
@@ -25,12 +25,12 @@ pub struct Rec(Arc<Mutex<Log>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
         match ev {
-            TraceEvent::Block(r) if r.action == Action::Issue => {
-                self.0
-                    .lock().unwrap()
-                    .issues
-                    .push((r.time.0, r.sector, r.flags.is_write()))
-            }
+            TraceEvent::Block(r) if r.action == Action::Issue => self
+                .0
+                .lock()
+                .unwrap()
+                .issues
+                .push((r.time.0, r.sector, r.flags.is_write())),
             TraceEvent::Message { text, .. } => self.0.lock().unwrap().msgs.push(text.clone()),
             _ => {}
         }
