@@ -7,8 +7,7 @@ use iostack_core::{
     Action, Profile, ReqFlags, TraceEvent, TraceRecord, TraceSink, Tracer, Tunables,
 };
 use iostack_des::{EventQueue, Instant};
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 mod common;
 use common::{fixed_queue, DISK};

@@ -282,18 +282,36 @@ impl PageBits {
     pub fn set(&mut self, index: u64) -> bool {
         let slot = self.find_or_alloc(index / LEAF_BITS);
         let leaf = &mut self.slots[slot];
-        let b = index % LEAF_BITS;
-        if leaf.get(b) {
+        let w = ((index % LEAF_BITS) / 64) as usize;
+        let m = 1u64 << (index % 64);
+        if leaf.words[w] & m != 0 {
             return false;
         }
-        leaf.set_range(b, b + 1);
+        leaf.words[w] |= m;
+        leaf.sum(w);
+        leaf.ones += 1;
         self.ones += 1;
         true
     }
 
     /// Clear one bit; returns whether it was set.
     pub fn clear(&mut self, index: u64) -> bool {
-        self.clear_word(index / 64, 1 << (index % 64)) == 1
+        let c = index / LEAF_BITS;
+        let Some(slot) = self.find(c) else {
+            return false;
+        };
+        let leaf = &mut self.slots[slot as usize];
+        let w = ((index % LEAF_BITS) / 64) as usize;
+        let m = 1u64 << (index % 64);
+        if leaf.words[w] & m == 0 {
+            return false;
+        }
+        leaf.words[w] &= !m;
+        leaf.sum(w);
+        leaf.ones -= 1;
+        self.ones -= 1;
+        self.release_if_empty(c, slot);
+        true
     }
 
     /// Set `[start, start + n)`; returns how many were clear.

@@ -9,8 +9,7 @@ use iostack_core::{Action, DevT, Profile, ReqFlags, TraceEvent, TraceSink, Trace
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub const DISK: DevT = DevT::new(8, 0);
 pub const MS: u64 = 1_000_000;
