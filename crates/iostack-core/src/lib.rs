@@ -11,4 +11,4 @@ pub mod types;
 pub use profile::Profile;
 pub use trace::{Action, Pdu, TraceEvent, TraceRecord, TraceSink, Tracer};
 pub use tunable::{TunableDef, TunableError, Tunables, Unit};
-pub use types::{DevT, ReqFlags, Sector, SECTOR_SHIFT, SECTOR_SIZE};
+pub use types::{BioOwner, DevT, EndIo, ReqFlags, Sector, TaskId, SECTOR_SHIFT, SECTOR_SIZE};

@@ -9,17 +9,15 @@
 //! two writeback callers on one inode interleave as they do on two CPUs.
 
 use crate::fsys::WritepageKind;
+use crate::task::{Blocked, KThread, TaskKind};
 use crate::workload::Dir;
-use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
-use iostack_block::{Bio, Ctx, Slab, Submit};
-use iostack_core::ReqFlags;
+use crate::world::Simulation;
+use iostack_block::{Bio, Slab, Submit};
+use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
 use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
 use iostack_mm::{ondemand_readahead, AddressSpace, DirtyLimits, FileRaState, RaWindow};
 use std::collections::{BTreeMap, VecDeque};
-
-/// Bio tag bit: a page-cache bio (its low bits index `Vm::bufbios`).
-pub(crate) const BUF_TAG: u32 = 1 << 31;
 
 /// A page-cache bio in flight.
 #[derive(Clone, Copy, Debug)]
@@ -186,24 +184,25 @@ pub(crate) struct Vm {
     b_io: VecDeque<u32>,
     b_more_io: VecDeque<u32>,
     /// `I_SYNC` holder of each mapping.
-    i_sync: Vec<Option<Task>>,
+    i_sync: Vec<Option<TaskId>>,
     /// Mappings under `I_SYNC`: they stay on `b_io` while written
     /// (`__sync_single_inode` moves them only when done), so other passes meet them.
     syncing: Vec<u32>,
-    pub flusher: FlusherState,
-    pub flusher_pid: u32,
+    /// The flusher thread, and what it is doing.
+    pub flusher: TaskId,
+    pub flusher_state: FlusherState,
     /// Tasks in `congestion_wait`, with their timeout.
-    pub congestion_waiters: Vec<(Task, Instant)>,
+    pub congestion_waiters: Vec<(TaskId, Instant)>,
     /// Tasks waiting for a page to be read: (task, map, page).
-    pub page_waiters: Vec<(Task, u32, u64)>,
+    pub page_waiters: Vec<(TaskId, u32, u64)>,
     /// Tasks waiting for a mapping's writeback to finish (fsync).
-    pub wb_waiters: Vec<(Task, u32)>,
+    pub wb_waiters: Vec<(TaskId, u32)>,
     pub lazy: LazyInit,
     /// ext4 pages redirtied because their extent was only partly mapped.
     pub ext4_redirtied: u64,
     /// Tasks in `lock_page` on a page held in another caller's extent:
     /// (task, map, page).
-    pub lock_waiters: Vec<(Task, u32, u64)>,
+    pub lock_waiters: Vec<(TaskId, u32, u64)>,
     /// How many times a writeback caller waited for such a page.
     pub lock_waits: u64,
     /// Pages sent to the disk by writeback, by who sent them.
@@ -214,15 +213,15 @@ pub(crate) struct Vm {
 /// device's page cache (ext4's lazy inode-table initialisation of the 2008
 /// patch queue): a kernel task that dirties one range at a time and is throttled
 /// in `balance_dirty_pages` like any writer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LazyInit {
     pub ranges: Vec<(u64, u64)>,
     pub idx: usize,
     pub off: u64,
     pub dirtied_since: u64,
     pub throttle: Option<Throttle>,
-    pub pending: VecDeque<Bio>,
-    pub pid: u32,
+    /// The `ext4lazyinit` task.
+    pub task: TaskId,
 }
 
 impl Vm {
@@ -243,12 +242,19 @@ impl Vm {
             b_more_io: VecDeque::new(),
             i_sync: Vec::new(),
             syncing: Vec::new(),
-            flusher: FlusherState::Idle,
-            flusher_pid: 0,
+            flusher: TaskId(u32::MAX),
+            flusher_state: FlusherState::Idle,
             congestion_waiters: Vec::new(),
             page_waiters: Vec::new(),
             wb_waiters: Vec::new(),
-            lazy: LazyInit::default(),
+            lazy: LazyInit {
+                ranges: Vec::new(),
+                idx: 0,
+                off: 0,
+                dirtied_since: 0,
+                throttle: None,
+                task: TaskId(u32::MAX),
+            },
             ext4_redirtied: 0,
             lock_waiters: Vec::new(),
             lock_waits: 0,
@@ -348,7 +354,7 @@ impl Simulation {
     pub(crate) fn buffered_read_step(&mut self, pi: u32, now: Instant) {
         let mut cost = 0u64;
         loop {
-            if self.drain_pending(pi as Task, now) {
+            if self.drain_pending(TaskId(pi), now) {
                 return;
             }
             let p = &self.procs[pi as usize];
@@ -363,7 +369,7 @@ impl Simulation {
                     p.ra.prev_pos = Some(last * iostack_mm::PAGE_SIZE);
                 }
                 let done_at = now + Duration(cost);
-                self.charge_sys(pi as Task, Duration(cost));
+                self.charge_sys(TaskId(pi), Duration(cost));
                 self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
                 return;
             }
@@ -378,7 +384,7 @@ impl Simulation {
                     size: 1,
                     async_size: 0,
                 });
-                self.submit_readahead(pi as Task, map, w, now);
+                self.submit_readahead(TaskId(pi), map, w, now);
                 if !self.vm.maps[map as usize].present.get(idx) {
                     // no_cached_page: read just this page.
                     let w1 = RaWindow {
@@ -386,7 +392,7 @@ impl Simulation {
                         size: 1,
                         async_size: 0,
                     };
-                    self.submit_readahead(pi as Task, map, w1, now);
+                    self.submit_readahead(TaskId(pi), map, w1, now);
                 }
                 continue;
             }
@@ -397,7 +403,7 @@ impl Simulation {
                 let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], true, idx, req);
                 self.procs[pi as usize].ra = ra;
                 if let Some(w) = w {
-                    self.submit_readahead(pi as Task, map, w, now);
+                    self.submit_readahead(TaskId(pi), map, w, now);
                 }
                 // 2.6.32: if the marked page is already up to date, kick the queue
                 // now (blk_run_backing_dev), since lock_page will not.
@@ -408,19 +414,15 @@ impl Simulation {
             }
             if !m.uptodate.get(idx) {
                 // lock_page_killable → sync_page → unplug, then sleep on the page.
-                let p = &self.procs[pi as usize];
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let task = TaskId(pi);
+                let ctx = self.tasks.get(task).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
-                self.vm.page_waiters.push((pi as Task, map, idx));
-                self.charge_sys(pi as Task, Duration(cost));
+                self.vm.page_waiters.push((task, map, idx));
+                self.charge_sys(task, Duration(cost));
                 // The copies made so far take their CPU time before the sleep
                 // can end.
-                let p = &mut self.procs[pi as usize];
-                p.blocked = Blocked::OnPage;
-                p.cpu_until = now + Duration(cost);
+                self.tasks.block(task, Blocked::OnPage);
+                self.tasks.get_mut(task).cpu_until = now + Duration(cost);
                 return;
             }
             // Copy the run of up-to-date pages without a marker.
@@ -435,17 +437,13 @@ impl Simulation {
             p.ra.prev_pos = Some((end - 1) * iostack_mm::PAGE_SIZE);
             if p.unplug_after {
                 p.unplug_after = false;
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let ctx = self.tasks.get(TaskId(pi)).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
             }
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
-                self.charge_sys(pi as Task, Duration(cost));
-                self.evq
-                    .schedule(now + Duration(cost), crate::world::Ev::Proc(pi));
+                self.charge_sys(TaskId(pi), Duration(cost));
+                self.schedule_task(TaskId(pi), now + Duration(cost));
                 return;
             }
         }
@@ -453,7 +451,7 @@ impl Simulation {
 
     /// `__do_page_cache_readahead` + `read_pages` → `mpage_readpages`: allocate the
     /// window's missing pages and queue bios over physically contiguous runs.
-    fn submit_readahead(&mut self, task: Task, map: u32, w: RaWindow, now: Instant) {
+    fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
         let ino = self.vm.map_ino[map as usize];
         for (first, n) in runs {
@@ -496,7 +494,7 @@ impl Simulation {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn queue_page_bios(
         &mut self,
-        task: Task,
+        task: TaskId,
         map: u32,
         first: u64,
         n: u64,
@@ -508,14 +506,15 @@ impl Simulation {
         let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
         if write {
             let wb = &mut self.vm.wb_pages;
-            match task {
+            match self.tasks.kind(task) {
                 _ if map == 0 => wb.bdev += n,
-                FLUSHER => wb.flusher += n,
-                LAZYINIT => wb.kthread += n,
-                _ => wb.dirtier += n,
+                TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
+                TaskKind::KernelThread(_) => wb.kthread += n,
+                TaskKind::Process(_) => wb.dirtier += n,
             }
         }
-        let (pid, cpu, ioprio) = self.task_ids(task);
+        let t = self.tasks.get(task);
+        let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
         let dev = self.cfg.machine.fs_dev();
         let mut off = 0;
         while off < n {
@@ -539,25 +538,28 @@ impl Simulation {
                 flags,
                 pid,
                 cpu,
-                owner: ((task as u64) << 32) | (BUF_TAG | tag) as u64,
+                owner: BioOwner {
+                    task,
+                    end_io: EndIo::PageCache { bio: tag },
+                },
                 ioprio,
                 submitted_at: now,
                 next: None,
             };
-            self.pending_of(task).push_back(bio);
+            self.tasks.get_mut(task).pending.push_back(bio);
             off += k;
         }
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.
-    pub(crate) fn drain_pending(&mut self, task: Task, now: Instant) -> bool {
-        while let Some(mut bio) = self.pending_of(task).pop_front() {
+    pub(crate) fn drain_pending(&mut self, task: TaskId, now: Instant) -> bool {
+        while let Some(mut bio) = self.tasks.get_mut(task).pending.pop_front() {
             bio.submitted_at = now;
             let r = self
                 .queue
                 .submit_bio(now, bio, &mut self.tracer, &mut self.out);
             if r == Submit::Sleeping {
-                self.set_blocked_on_request(task);
+                self.tasks.block(task, Blocked::OnRequest);
                 return true;
             }
         }
@@ -610,11 +612,11 @@ impl Simulation {
     /// A buffered `write()`: `generic_perform_write` copies page by page, dirtying
     /// each, and calls `balance_dirty_pages_ratelimited` as pages are dirtied.
     pub(crate) fn buffered_write_step(&mut self, pi: u32, now: Instant) {
-        if self.drain_pending(pi as Task, now) {
+        if self.drain_pending(TaskId(pi), now) {
             return;
         }
         if self.procs[pi as usize].throttle.is_some() {
-            self.throttle_step(pi as Task, now);
+            self.throttle_step(TaskId(pi), now);
             return;
         }
         let op = self.procs[pi as usize].buf.expect("buffered op");
@@ -670,30 +672,21 @@ impl Simulation {
             });
         }
         self.vm.reclaim();
-        self.charge_sys(pi as Task, cost);
-        self.evq.schedule(now + cost, crate::world::Ev::Proc(pi));
+        self.charge_sys(TaskId(pi), cost);
+        self.schedule_task(TaskId(pi), now + cost);
     }
 
-    fn throttle_of(&mut self, task: Task) -> &mut Option<Throttle> {
-        if task == LAZYINIT {
-            &mut self.vm.lazy.throttle
-        } else {
-            &mut self.procs[task as usize].throttle
+    /// The `balance_dirty_pages` state of a dirtying task.
+    fn throttle_of(&mut self, task: TaskId) -> &mut Option<Throttle> {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => &mut self.procs[i as usize].throttle,
+            TaskKind::KernelThread(KThread::LazyInit) => &mut self.vm.lazy.throttle,
+            k => panic!("{k:?} does not dirty pages"),
         }
     }
 
-    /// Run a task's next step at `at`.
-    pub(crate) fn schedule_task(&mut self, task: Task, at: Instant) {
-        let ev = match task {
-            FLUSHER => crate::world::Ev::Flusher,
-            LAZYINIT => crate::world::Ev::LazyInit,
-            p => crate::world::Ev::Proc(p),
-        };
-        self.evq.schedule(at, ev);
-    }
-
     /// `balance_dirty_pages` for a dirtying task, one step at a time.
-    fn throttle_step(&mut self, task: Task, now: Instant) {
+    fn throttle_step(&mut self, task: TaskId, now: Instant) {
         let l = self.vm.cfg.limits;
         loop {
             let th = self.throttle_of(task).as_mut().unwrap();
@@ -746,7 +739,7 @@ impl Simulation {
         }
     }
 
-    fn throttle_exit(&mut self, task: Task, now: Instant) {
+    fn throttle_exit(&mut self, task: TaskId, now: Instant) {
         let l = self.vm.cfg.limits;
         let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
         if dirty < l.dirty {
@@ -761,22 +754,22 @@ impl Simulation {
         self.schedule_task(task, now);
     }
 
-    fn congestion_wait(&mut self, task: Task, now: Instant) {
+    fn congestion_wait(&mut self, task: TaskId, now: Instant) {
         let d = Duration(1_000_000_000 / 10);
         self.congestion_wait_for(task, now, d);
     }
 
     /// Sleep until write congestion clears or the timeout passes.
-    fn congestion_wait_for(&mut self, task: Task, now: Instant, d: Duration) {
+    fn congestion_wait_for(&mut self, task: TaskId, now: Instant, d: Duration) {
         let until = now + d;
         self.vm.congestion_waiters.push((task, until));
-        self.set_blocked_congestion(task);
+        self.tasks.block(task, Blocked::OnCongestion);
         self.evq
             .schedule(until, crate::world::Ev::CongestionTimeout(task));
     }
 
     /// The timeout of a `congestion_wait` fired.
-    pub(crate) fn congestion_timeout(&mut self, task: Task, now: Instant) {
+    pub(crate) fn congestion_timeout(&mut self, task: TaskId, now: Instant) {
         if let Some(i) = self
             .vm
             .congestion_waiters
@@ -808,28 +801,24 @@ impl Simulation {
 
     /// One step of an fsync: write the file's dirty pages, then wait for them.
     pub(crate) fn fsync_step(&mut self, pi: u32, now: Instant) -> bool {
-        match self.wb_step(pi as Task, now) {
+        match self.wb_step(TaskId(pi), now) {
             WbStep::Continue(d) => {
-                self.charge_sys(pi as Task, d);
-                self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
+                self.charge_sys(TaskId(pi), d);
+                self.schedule_task(TaskId(pi), now + d);
                 false
             }
             WbStep::Sleep => false,
             WbStep::Finished => {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
-                let p = &self.procs[pi as usize];
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let ctx = self.tasks.get(TaskId(pi)).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                 // filemap_fdatawait: wait for the pages under writeback. A page
                 // another caller redirtied behind this pass is not waited for.
                 let m = &self.vm.maps[map as usize];
                 if m.nr_writeback() > 0 {
-                    self.vm.wb_waiters.push((pi as Task, map));
-                    self.procs[pi as usize].blocked = Blocked::OnPage;
+                    self.vm.wb_waiters.push((TaskId(pi), map));
+                    self.tasks.block(TaskId(pi), Blocked::OnPage);
                     self.procs[pi as usize].fsync_waiting = true;
                     false
                 } else {
@@ -844,8 +833,8 @@ impl Simulation {
     /// Start background writeback if the flusher is idle (`pdflush_operation(
     /// background_writeout)`, `bdi_start_background_writeback`).
     pub(crate) fn kick_background(&mut self, now: Instant) {
-        if matches!(self.vm.flusher, FlusherState::Idle) {
-            self.vm.flusher = FlusherState::Running {
+        if matches!(self.vm.flusher_state, FlusherState::Idle) {
+            self.vm.flusher_state = FlusherState::Running {
                 kupdate: false,
                 job: Box::new(WbJob::new(Wbc::cyclic(
                     MAX_WRITEBACK_PAGES,
@@ -853,7 +842,7 @@ impl Simulation {
                 ))),
                 budget: 0,
             };
-            self.evq.schedule(now, crate::world::Ev::Flusher);
+            self.schedule_task(self.vm.flusher, now);
         }
     }
 
@@ -862,20 +851,20 @@ impl Simulation {
         if self.cfg_interval().0 == 0 {
             return;
         }
-        if matches!(self.vm.flusher, FlusherState::Idle) && self.vm.nr_dirty > 0 {
+        if matches!(self.vm.flusher_state, FlusherState::Idle) && self.vm.nr_dirty > 0 {
             let budget = self.vm.nr_dirty as i64;
             let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
             wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
-            self.vm.flusher = FlusherState::Running {
+            self.vm.flusher_state = FlusherState::Running {
                 kupdate: true,
                 job: Box::new(WbJob::new(wbc)),
                 budget,
             };
-            self.evq.schedule(now, crate::world::Ev::Flusher);
+            self.schedule_task(self.vm.flusher, now);
         }
         if self.any_proc_alive() {
             self.evq
-                .schedule(now + self.cfg_interval(), crate::world::Ev::FlusherTimer);
+                .schedule(now + self.cfg_interval(), crate::world::Ev::WritebackTimer);
         }
     }
 
@@ -885,7 +874,7 @@ impl Simulation {
 
     /// One step of the flusher thread.
     pub(crate) fn flusher_step(&mut self, now: Instant) {
-        match &self.vm.flusher {
+        match &self.vm.flusher_state {
             FlusherState::Idle => return,
             FlusherState::Waiting { kupdate, budget } => {
                 let (k, b) = (*kupdate, *budget);
@@ -894,15 +883,16 @@ impl Simulation {
             }
             FlusherState::Running { .. } => {}
         }
-        match self.wb_step(FLUSHER, now) {
-            WbStep::Continue(d) => self.evq.schedule(now + d, crate::world::Ev::Flusher),
+        let flusher = self.vm.flusher;
+        match self.wb_step(flusher, now) {
+            WbStep::Continue(d) => self.schedule_task(flusher, now + d),
             WbStep::Sleep => {}
             WbStep::Finished => {
                 let FlusherState::Running {
                     kupdate,
                     job,
                     budget,
-                } = std::mem::replace(&mut self.vm.flusher, FlusherState::Idle)
+                } = std::mem::replace(&mut self.vm.flusher_state, FlusherState::Idle)
                 else {
                     unreachable!()
                 };
@@ -922,8 +912,8 @@ impl Simulation {
                     self.next_flusher_pass(kupdate, budget, now);
                 } else if job.wbc.encountered_congestion || job.wbc.more_io {
                     // congestion_wait(WRITE, HZ/10), then another pass.
-                    self.vm.flusher = FlusherState::Waiting { kupdate, budget };
-                    self.congestion_wait(FLUSHER, now);
+                    self.vm.flusher_state = FlusherState::Waiting { kupdate, budget };
+                    self.congestion_wait(flusher, now);
                 } else {
                     self.flusher_idle(now);
                 }
@@ -932,7 +922,7 @@ impl Simulation {
     }
 
     fn flusher_idle(&mut self, now: Instant) {
-        self.vm.flusher = FlusherState::Idle;
+        self.vm.flusher_state = FlusherState::Idle;
         // 2.6.32 wb_check_background_flush: keep going while over the threshold.
         if !self.vm.cfg.pdflush
             && self.vm.nr_dirty > self.vm.cfg.limits.background
@@ -947,46 +937,47 @@ impl Simulation {
         if kupdate {
             wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
         }
-        self.vm.flusher = FlusherState::Running {
+        self.vm.flusher_state = FlusherState::Running {
             kupdate,
             job: Box::new(WbJob::new(wbc)),
             budget,
         };
-        self.evq.schedule(now, crate::world::Ev::Flusher);
+        self.schedule_task(self.vm.flusher, now);
     }
 
     // ---------------------------------------------------------------- writeback
 
-    pub(crate) fn job_of(&mut self, task: Task) -> &mut WbJob {
-        if task == LAZYINIT {
-            return self
+    /// The writeback job a task is running: the flusher's pass, a process's
+    /// fsync, or a throttled dirtier's `balance_dirty_pages` chunk.
+    pub(crate) fn job_of(&mut self, task: TaskId) -> &mut WbJob {
+        match self.tasks.kind(task) {
+            TaskKind::KernelThread(KThread::LazyInit) => self
                 .vm
                 .lazy
                 .throttle
                 .as_mut()
                 .and_then(|t| t.job.as_mut())
-                .expect("lazyinit has a writeback job");
-        }
-        if task == FLUSHER {
-            match &mut self.vm.flusher {
+                .expect("lazyinit has a writeback job"),
+            TaskKind::KernelThread(KThread::Flusher) => match &mut self.vm.flusher_state {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
+            },
+            TaskKind::Process(i) => {
+                let p = &mut self.procs[i as usize];
+                if let Some(j) = p.fsync.as_mut() {
+                    return j;
+                }
+                p.throttle
+                    .as_mut()
+                    .and_then(|t| t.job.as_mut())
+                    .expect("task has a writeback job")
             }
-        } else {
-            let p = &mut self.procs[task as usize];
-            if let Some(j) = p.fsync.as_mut() {
-                return j;
-            }
-            p.throttle
-                .as_mut()
-                .and_then(|t| t.job.as_mut())
-                .expect("task has a writeback job")
         }
     }
 
     /// One step of a writeback job: submit queued bios, or pick the next inode
     /// (`generic_sync_sb_inodes`), or process one pagevec of `write_cache_pages`.
-    pub(crate) fn wb_step(&mut self, task: Task, now: Instant) -> WbStep {
+    pub(crate) fn wb_step(&mut self, task: TaskId, now: Instant) -> WbStep {
         if self.drain_pending(task, now) {
             return WbStep::Sleep;
         }
@@ -995,9 +986,8 @@ impl Simulation {
                 Some(w) => self.job_of(task).cur = Some(w),
                 None => {
                     // The pass is over: kick the queue so plugged I/O goes out.
-                    let (pid, cpu, _) = self.task_ids(task);
-                    self.queue
-                        .unplug(now, Ctx { pid, cpu }, &mut self.tracer, &mut self.out);
+                    let ctx = self.tasks.get(task).ctx();
+                    self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                     return WbStep::Finished;
                 }
             }
@@ -1016,8 +1006,8 @@ impl Simulation {
     }
 
     /// Choose the next inode of a pass, and start `write_cache_pages` on it.
-    fn wb_next_inode(&mut self, task: Task, _now: Instant) -> Option<Wcp> {
-        let is_flusher = task == FLUSHER;
+    fn wb_next_inode(&mut self, task: TaskId, _now: Instant) -> Option<Wcp> {
+        let is_flusher = task == self.vm.flusher;
         loop {
             let job = self.job_of(task);
             let wbc = job.wbc;
@@ -1095,7 +1085,7 @@ impl Simulation {
         }
     }
 
-    fn wcp_begin(&mut self, task: Task, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
+    fn wcp_begin(&mut self, task: TaskId, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
         if take_isync && self.vm.i_sync[map as usize].is_none() {
             self.vm.i_sync[map as usize] = Some(task);
             self.vm.syncing.push(map);
@@ -1134,7 +1124,7 @@ impl Simulation {
 
     /// One `pagevec_lookup_tag` batch of `write_cache_pages` and the writepage
     /// calls on it. Returns the CPU time used.
-    fn wcp_pagevec(&mut self, task: Task, now: Instant) -> u64 {
+    fn wcp_pagevec(&mut self, task: TaskId, now: Instant) -> u64 {
         let mut w = self.job_of(task).cur.take().expect("wcp");
         let map = w.map as usize;
         let kind = if self.vm.map_ino[map] == u32::MAX {
@@ -1339,8 +1329,8 @@ impl Simulation {
 
     /// End of one `write_cache_pages` call: flush what is open, move the cursor,
     /// release `I_SYNC` and requeue the inode.
-    fn wcp_finish(&mut self, task: Task, mut w: Wcp, now: Instant) {
-        let is_flusher = task == FLUSHER;
+    fn wcp_finish(&mut self, task: TaskId, mut w: Wcp, now: Instant) {
+        let is_flusher = task == self.vm.flusher;
         let map = w.map;
         let kind = if self.vm.map_ino[map as usize] == u32::MAX {
             WritepageKind::PerBuffer
@@ -1466,20 +1456,22 @@ impl Simulation {
         let ranges = self.fs.bdev_dirty_at_mount();
         if !ranges.is_empty() {
             self.vm.lazy.ranges = ranges;
-            let pid = self.vm.lazy.pid;
-            self.tracer.process(pid, "ext4lazyinit");
-            self.schedule_task(LAZYINIT, now);
+            let task = self.vm.lazy.task;
+            self.tracer
+                .process(self.tasks.get(task).pid, "ext4lazyinit");
+            self.schedule_task(task, now);
         }
     }
 
     /// One step of the inode-table zeroing: dirty the next pages of the block
     /// device (up to the ratelimit), then `balance_dirty_pages`.
     pub(crate) fn lazyinit_step(&mut self, now: Instant) {
-        if self.drain_pending(LAZYINIT, now) {
+        let task = self.vm.lazy.task;
+        if self.drain_pending(task, now) {
             return;
         }
         if self.vm.lazy.throttle.is_some() {
-            self.throttle_step(LAZYINIT, now);
+            self.throttle_step(task, now);
             return;
         }
         // A kernel thread does not keep the run alive.
@@ -1524,7 +1516,7 @@ impl Simulation {
             });
         }
         self.vm.reclaim();
-        self.schedule_task(LAZYINIT, now + cost);
+        self.schedule_task(task, now + cost);
     }
 }
 

@@ -9,6 +9,7 @@ pub mod frontend;
 pub mod fsys;
 pub mod machine;
 pub mod stats;
+mod task;
 pub mod workload;
 mod world;
 mod writepage;

@@ -8,7 +8,9 @@
 use crate::buffered::FlusherState;
 use crate::buffered::Wcp;
 use crate::fsys::WritepageKind;
-use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
+use crate::task::Blocked;
+use crate::world::Simulation;
+use iostack_core::TaskId;
 use iostack_des::Instant;
 use iostack_fs::FileExtent;
 
@@ -16,7 +18,7 @@ impl Simulation {
     /// `lock_page` in `write_cache_pages`: if the task stopped at a page another
     /// caller holds in its extent, sleep until that extent is written (its bios
     /// already submitted). Returns whether the task sleeps.
-    pub(crate) fn page_lock_wait(&mut self, task: Task) -> bool {
+    pub(crate) fn page_lock_wait(&mut self, task: TaskId) -> bool {
         let Some(w) = self.job_of(task).cur.as_ref() else {
             return false;
         };
@@ -28,9 +30,7 @@ impl Simulation {
                 self.vm.lock_waiters.push((task, map, page));
                 self.vm.lock_waits += 1;
             }
-            if task != FLUSHER && task != LAZYINIT {
-                self.procs[task as usize].blocked = Blocked::OnPage;
-            }
+            self.tasks.block(task, Blocked::OnPage);
             return true;
         }
         self.job_of(task).cur.as_mut().unwrap().lock_wait = None;
@@ -38,7 +38,7 @@ impl Simulation {
     }
 
     /// The caller whose open extent holds `page` of `map`, if any.
-    pub(crate) fn wb_lock_owner(&self, map: u32, page: u64) -> Option<Task> {
+    pub(crate) fn wb_lock_owner(&self, map: u32, page: u64) -> Option<TaskId> {
         let holds = |w: &Option<Wcp>| {
             w.as_ref().is_some_and(|w| {
                 w.map == map
@@ -46,14 +46,14 @@ impl Simulation {
                         .is_some_and(|(first, next)| first <= page && page < next)
             })
         };
-        if let FlusherState::Running { job, .. } = &self.vm.flusher {
+        if let FlusherState::Running { job, .. } = &self.vm.flusher_state {
             if holds(&job.cur) {
-                return Some(FLUSHER);
+                return Some(self.vm.flusher);
             }
         }
         if let Some(j) = self.vm.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
             if holds(&j.cur) {
-                return Some(LAZYINIT);
+                return Some(self.vm.lazy.task);
             }
         }
         for (i, p) in self.procs.iter().enumerate() {
@@ -64,7 +64,7 @@ impl Simulation {
                 .and_then(|t| t.job.as_ref())
                 .map(|j| &j.cur);
             if fsync.is_some_and(holds) || thr.is_some_and(holds) {
-                return Some(i as Task);
+                return Some(TaskId(i as u32));
             }
         }
         None
@@ -85,7 +85,7 @@ impl Simulation {
     /// bios and XFS's clustered ioends.
     pub(crate) fn writepage(
         &mut self,
-        task: Task,
+        task: TaskId,
         w: &mut Wcp,
         kind: WritepageKind,
         page: u64,
@@ -144,7 +144,7 @@ impl Simulation {
     /// written, which here is a loop until the extent is mapped.
     pub(crate) fn ext4_flush_extent(
         &mut self,
-        task: Task,
+        task: TaskId,
         w: &mut Wcp,
         first: u64,
         next: u64,
