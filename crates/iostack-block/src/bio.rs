@@ -2,7 +2,7 @@
 //! code builds it. Bios live in a slab and are chained through `next`, as the kernel
 //! chains them through `bi_next` inside a request.
 
-use crate::slab::Slab;
+use iostack_core::Slab;
 use iostack_core::{BioOwner, DevT, ReqFlags, Sector};
 use iostack_des::Instant;
 

@@ -14,8 +14,7 @@ mod elevator;
 mod limits;
 mod queue;
 mod request;
-mod slab;
-pub use slab::Slab;
+pub use iostack_core::Slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};

@@ -8,14 +8,18 @@
 
 pub mod bitmap;
 pub mod mapping;
+pub mod pagecache;
 pub mod readahead;
 mod tunables;
+pub mod wbc;
 pub mod writeback;
 
 pub use bitmap::PageBits;
 pub use mapping::AddressSpace;
+pub use pagecache::{BufBio, Vm, VmConfig, WbPages};
 pub use readahead::{ondemand_readahead, FileRaState, RaWindow};
 pub use tunables::TUNABLES;
+pub use wbc::{FlusherState, Throttle, WbJob, WbStep, Wbc, Wcp};
 pub use writeback::{DirtyConfig, DirtyLimits};
 
 /// `PAGE_CACHE_SIZE`.

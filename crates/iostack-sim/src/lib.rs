@@ -7,6 +7,7 @@ pub mod check;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
+mod lazyinit;
 pub mod machine;
 pub mod stats;
 mod task;

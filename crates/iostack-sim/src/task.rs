@@ -7,6 +7,7 @@
 use iostack_block::{Bio, Ctx};
 use iostack_core::TaskId;
 use iostack_des::Instant;
+use iostack_mm::Throttle;
 use std::collections::VecDeque;
 
 /// A kernel thread the machine runs. Later stacks add theirs here: kblockd as a
@@ -137,5 +138,33 @@ impl Tasks {
     /// Bios built but not submitted, over all tasks.
     pub fn pending_bios(&self) -> usize {
         self.v.iter().map(|t| t.pending.len()).sum()
+    }
+}
+
+/// The file system's background zeroing of inode tables through the block
+/// device's page cache (ext4's lazy inode-table initialisation of the 2008
+/// patch queue): a kernel task that dirties one range at a time and is throttled
+/// in `balance_dirty_pages` like any writer.
+#[derive(Debug)]
+pub(crate) struct LazyInit {
+    pub ranges: Vec<(u64, u64)>,
+    pub idx: usize,
+    pub off: u64,
+    pub dirtied_since: u64,
+    pub throttle: Option<Throttle>,
+    /// The `ext4lazyinit` task.
+    pub task: TaskId,
+}
+
+impl LazyInit {
+    pub fn new() -> LazyInit {
+        LazyInit {
+            ranges: Vec::new(),
+            idx: 0,
+            off: 0,
+            dirtied_since: 0,
+            throttle: None,
+            task: TaskId(u32::MAX),
+        }
     }
 }

@@ -3,18 +3,17 @@
 //! loop drives. Events are ordered by (time, insertion sequence), so a run is a pure
 //! function of its configuration and seed.
 
-use crate::buffered::{BufOp, Throttle, Vm, VmConfig, WbJob};
 use crate::fsys::SimFs;
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KThread, TaskKind, Tasks};
+use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{Bio, BlockOut, Partition, QueueConfig, QueueEvent, RequestQueue, Submit};
 use iostack_core::{BioOwner, DevT, EndIo, ReqFlags, TaskId, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
 use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
 use iostack_fs::{GetBlock, RawBdev};
-use iostack_mm::FileRaState;
+use iostack_mm::{FileRaState, Throttle, Vm, VmConfig, WbJob};
 use std::fmt;
 
 /// One completed I/O as a process saw it.
@@ -85,6 +84,18 @@ pub(crate) enum Ev {
     WritebackTimer,
     /// A `congestion_wait` timed out.
     CongestionTimeout(TaskId),
+}
+
+/// One buffered read or write in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BufOp {
+    pub dir: Dir,
+    pub map: u32,
+    pub pos: u64,
+    pub last: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub issue: Instant,
 }
 
 /// Where a process's I/O lands.
@@ -158,6 +169,7 @@ pub struct Simulation {
     events: u64,
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
+    pub(crate) lazy: LazyInit,
 }
 
 /// Every tunable table of the stack.
@@ -283,6 +295,7 @@ impl Simulation {
             events: 0,
             observer: None,
             vm,
+            lazy: LazyInit::new(),
             cfg,
         };
         sim.setup_procs()?;
@@ -292,9 +305,9 @@ impl Simulation {
         sim.vm.flusher = sim
             .tasks
             .add(kthread(KThread::Flusher), flusher_pid, irq_cpu, (2, 4));
-        sim.vm.lazy.task =
-            sim.tasks
-                .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
+        sim.lazy.task = sim
+            .tasks
+            .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -462,7 +475,7 @@ impl Simulation {
                 result,
                 map: 0,
                 buf: None,
-                ra: crate::buffered::ra_state(self.vm.cfg.ra_pages),
+                ra: FileRaState::new(self.vm.cfg.ra_pages),
                 unplug_after: false,
                 throttle: None,
                 dirtied_since_check: 0,
@@ -541,7 +554,7 @@ impl Simulation {
                 self.queue.is_plugged(),
                 std::mem::discriminant(&self.vm.flusher_state),
                 self.tasks.pending_bios(),
-                self.vm.lazy.throttle.is_some(),
+                self.lazy.throttle.is_some(),
                 self.vm.congestion_waiters,
                 self.queue.sleepers(),
                 self.queue.stats(),

@@ -5,14 +5,13 @@
 //! concurrent writeback callers. The walk itself (`write_cache_pages`, the inode
 //! lists, the actors) is in `buffered.rs`.
 
-use crate::buffered::FlusherState;
-use crate::buffered::Wcp;
 use crate::fsys::WritepageKind;
 use crate::task::Blocked;
 use crate::world::Simulation;
 use iostack_core::TaskId;
 use iostack_des::Instant;
 use iostack_fs::FileExtent;
+use iostack_mm::{FlusherState, Wcp};
 
 impl Simulation {
     /// `lock_page` in `write_cache_pages`: if the task stopped at a page another
@@ -51,9 +50,9 @@ impl Simulation {
                 return Some(self.vm.flusher);
             }
         }
-        if let Some(j) = self.vm.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
+        if let Some(j) = self.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
             if holds(&j.cur) {
-                return Some(self.vm.lazy.task);
+                return Some(self.lazy.task);
             }
         }
         for (i, p) in self.procs.iter().enumerate() {
