@@ -1,17 +1,18 @@
 //! The commands: `run`, `dd`, `reproduce`, `tunables`.
 
 use crate::args::{self, ArgError, Parsed};
+use crate::out::{self, CliError};
 use iostack_core::{Profile, TraceSink, Tunables};
 use iostack_des::{Duration, Seed};
 use iostack_report::blktrace::BlktraceWriter;
 use iostack_sim::experiment::{self, Experiment, VariantRun};
 use iostack_sim::machine::{self, Machine};
-use iostack_sim::{config_hash, tunable_tables, SimConfig, Simulation};
+use iostack_sim::{config_hash, tunable_tables, SimConfig, SimError, Simulation};
 use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, CliError>;
 
 const COMMON: &[&str] = &[
     "machine",
@@ -72,21 +73,21 @@ fn usage() -> String {
 
 pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     let Some(cmd) = argv.first() else {
-        eprint!("{}", usage());
+        out::stderr(&usage());
         return Ok(ExitCode::from(2));
     };
     let rest = &argv[1..];
-    let ae = |e: ArgError| e.0;
+    let ae = |e: ArgError| CliError::Usage(e.0);
     match cmd.as_str() {
         "run" => run_fio(&args::parse(rest, COMMON).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {
-            print!("{}", usage());
+            out::stdout(&usage())?;
             Ok(ExitCode::SUCCESS)
         }
-        _ => Err(format!("unknown command '{cmd}'; see `iostack --help`")),
+        _ => Err(format!("unknown command '{cmd}'; see `iostack --help`").into()),
     }
 }
 
@@ -96,44 +97,41 @@ fn seed_of(p: &Parsed) -> Result<Seed> {
         Some(s) => s
             .parse::<u64>()
             .map(Seed)
-            .map_err(|_| format!("--seed: expected an unsigned integer, got '{s}'")),
+            .map_err(|_| format!("--seed: expected an unsigned integer, got '{s}'").into()),
     }
 }
 
 fn machine_of(p: &Parsed, default: &str) -> Result<Machine> {
     let name = p.get("machine").unwrap_or(default);
     if Path::new(name).is_file() {
-        let text = std::fs::read_to_string(name).map_err(|e| format!("{name}: {e}"))?;
-        machine::parse_file(name, &text).map_err(|e| e.to_string())
+        let text = std::fs::read_to_string(name).map_err(|e| CliError::io(name, e))?;
+        Ok(machine::parse_file(name, &text).map_err(SimError::from)?)
     } else {
-        machine::preset(name).map_err(|e| e.to_string())
+        Ok(machine::preset(name).map_err(SimError::from)?)
     }
 }
 
 fn tunables_of(p: &Parsed) -> Result<Tunables> {
-    let profile = Profile::parse(p.get("kernel").unwrap_or("2.6.36"))?;
+    let profile = Profile::parse(p.get("kernel").unwrap_or("2.6.36"))
+        .map_err(|e| SimError::Profile(format!("--kernel: {e}")))?;
     let mut t = Tunables::new(profile, &tunable_tables());
     for kv in p.all("set") {
-        t.set_str(kv).map_err(|e| format!("--set {kv}: {e}"))?;
+        t.set_str(kv).map_err(|source| SimError::Tunable {
+            file: None,
+            line: None,
+            origin: "--set".into(),
+            assignment: kv.to_string(),
+            source: Box::new(source),
+        })?;
     }
     Ok(t)
 }
 
 /// `--layout PATH=SIZE[@BLOCK]` files, as processes that only lay out.
-fn layouts(p: &Parsed) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
+fn layouts(p: &Parsed, m: &Machine) -> Result<Vec<iostack_sim::workload::ProcSpec>> {
     let mut v = Vec::new();
     for l in p.all("layout") {
-        let bad = |why: &str| format!("--layout {l}: {why} (expected PATH=SIZE[@BLOCK])");
-        let (path, rest) = l.split_once('=').ok_or_else(|| bad("no '='"))?;
-        let (size, goal) = match rest.split_once('@') {
-            Some((s, b)) => (
-                s,
-                Some(b.parse::<u64>().map_err(|_| bad("bad block number"))?),
-            ),
-            None => (rest, None),
-        };
-        let size = iostack_sim::frontend::parse_size(size).map_err(|e| bad(&e))?;
-        v.push(iostack_sim::frontend::layout_only(path, size, goal));
+        v.push(iostack_sim::frontend::layout_on(l, m)?);
     }
     Ok(v)
 }
@@ -144,10 +142,10 @@ fn config_of(
     m: Machine,
 ) -> Result<SimConfig> {
     let t = tunables_of(p)?;
-    let mut procs = layouts(p)?;
+    let mut procs = layouts(p, &m)?;
     procs.extend(work);
     let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&scheduler, &t)?;
+    iostack_iosched::by_name(&scheduler, &t).map_err(SimError::Scheduler)?;
     Ok(SimConfig {
         machine: m,
         tunables: t,
@@ -163,22 +161,23 @@ fn config_of(
 /// reading sysfs.
 fn tunables(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!(
+        let help = format!(
             "usage: iostack tunables [options]\n{}",
             args::help(TUNABLES)
         );
+        out::stdout(&help)?;
         return Ok(ExitCode::SUCCESS);
     }
     if p.has("markdown") {
-        print!("{}", tunables_markdown());
+        out::stdout(&tunables_markdown())?;
         return Ok(ExitCode::SUCCESS);
     }
     let t = tunables_of(p)?;
     let m = machine_of(p, "sata-2009")?;
     let sched = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&sched, &t)?;
-    println!(
-        "# kernel profile {}, machine {}, scheduler {}",
+    iostack_iosched::by_name(&sched, &t).map_err(SimError::Scheduler)?;
+    let mut s = format!(
+        "# kernel profile {}, machine {}, scheduler {}\n",
         t.profile(),
         m.name,
         sched
@@ -193,7 +192,7 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
             }
         })
         .collect();
-    println!("{:<40} {}", "queue/scheduler", names.join(" "));
+    s.push_str(&format!("{:<40} {}\n", "queue/scheduler", names.join(" ")));
     for (d, v) in t.iter() {
         if let Some(rest) = d.name.strip_prefix("iosched/") {
             if !rest.starts_with(&format!("{sched}/")) {
@@ -205,8 +204,9 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
             iostack_core::Unit::Enum(names) => format!("one of {}", names.join("|")),
             u => u.label().to_string(),
         };
-        println!("{:<40} {:<20} {}", d.name, val, unit);
+        s.push_str(&format!("{:<40} {:<20} {}\n", d.name, val, unit));
     }
+    out::stdout(&s)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -248,11 +248,16 @@ pub fn tunables_markdown() -> String {
 
 fn run_fio(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") || p.positional.is_empty() {
-        print!(
+        let help = format!(
             "usage: iostack run JOB.fio [options]\n{}",
             args::help(COMMON)
         );
-        return Ok(ExitCode::from(if p.has("help") { 0 } else { 2 }));
+        if p.has("help") {
+            out::stdout(&help)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        out::stderr(&help);
+        return Ok(ExitCode::from(2));
     }
     let mut procs = Vec::new();
     // Layout-only processes come first and have no fio report.
@@ -261,8 +266,8 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
     let m = machine_of(p, "sata-2009")?;
     for path in &p.positional {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
-        env.cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-        let jf = iostack_workload::parse_job_file(path, &env).map_err(|e| e.to_string())?;
+        env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
+        let jf = iostack_workload::parse_job_file(path, &env).map_err(SimError::from)?;
         let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
@@ -293,10 +298,10 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!(
+        out::stdout(&format!(
             "usage: iostack dd if=FILE of=FILE iflag=direct bs=N count=N [options]\n{}",
             args::help(COMMON)
-        );
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let m = machine_of(p, "sata-2009")?;
@@ -327,10 +332,9 @@ pub fn take<T: 'static>(sinks: &mut Vec<Box<dyn TraceSink>>) -> Option<Box<T>> {
 
 fn write_out(target: &str, text: &str) -> Result<()> {
     if target == "-" {
-        print!("{text}");
-        Ok(())
+        out::stdout(text)
     } else {
-        std::fs::write(target, text).map_err(|e| format!("{target}: {e}"))
+        std::fs::write(target, text).map_err(|e| CliError::io(target, e))
     }
 }
 
@@ -342,11 +346,9 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     let fs_name = cfg.machine.fs.name().to_string();
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
     if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!(
-            "--output-format: unknown format '{fmt}' (normal, json, old)"
-        ));
+        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
     }
-    let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
+    let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = &report {
         sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
     }
@@ -366,7 +368,7 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     if let Some(prefix) = p.get("blktrace") {
         let w = take::<BlktraceWriter>(&mut sinks).expect("attached");
         w.write_files(Path::new(prefix))
-            .map_err(|e| format!("--blktrace {prefix}: {e}"))?;
+            .map_err(|e| CliError::io(format!("--blktrace {prefix}"), e))?;
     }
     if let Some(f) = p.get("ftrace") {
         write_out(f, &crate::sinks::ftrace_text(&mut sinks, seed, hash))?;
@@ -381,23 +383,19 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
             let obs = any
                 .downcast::<crate::fio_out::FioObserver>()
                 .expect("fio observer");
-            print!(
-                "{}",
-                crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?
-            );
+            let text =
+                crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?;
+            out::stdout(&text)?;
         }
-        Report::Dd => print!("{}", crate::sinks::dd_report(&result, seed, hash)),
+        Report::Dd => out::stdout(&crate::sinks::dd_report(&result, seed, hash))?,
     }
     for (flag, verbose) in [("filefrag", false), ("filefrag-v", true)] {
         for path in p.all(flag) {
-            print!(
-                "{}",
-                crate::sinks::filefrag(&result, path, verbose, &fs_name)?
-            );
+            out::stdout(&crate::sinks::filefrag(&result, path, verbose, &fs_name)?)?;
         }
     }
     if let Some(e) = err {
-        return Err(e);
+        return Err(SimError::Run(e).into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -414,14 +412,14 @@ fn load_experiments(p: &Parsed) -> Result<Vec<(String, String)>> {
         Some(dir) => {
             let mut v = Vec::new();
             let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| format!("--experiments {dir}: {e}"))?
+                .map_err(|e| CliError::io(format!("--experiments {dir}"), e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))
                 .collect();
             entries.sort();
             for path in entries {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let text =
+                    std::fs::read_to_string(&path).map_err(|e| CliError::io(path.display(), e))?;
                 v.push((path.display().to_string(), text));
             }
             Ok(v)
@@ -431,27 +429,22 @@ fn load_experiments(p: &Parsed) -> Result<Vec<(String, String)>> {
 
 fn reproduce(p: &Parsed) -> Result<ExitCode> {
     if p.has("help") {
-        print!(
+        out::stdout(&format!(
             "usage: iostack reproduce [NAME...] [options]\n{}",
             args::help(REPRODUCE)
-        );
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let seed = seed_of(p)?;
     let mut exps: Vec<(String, Experiment)> = Vec::new();
     for (path, text) in load_experiments(p)? {
-        exps.push((
-            path.clone(),
-            experiment::parse(&path, &text).map_err(|e| e.to_string())?,
-        ));
+        exps.push((path.clone(), experiment::parse(&path, &text)?));
     }
     for want in &p.positional {
         if !exps.iter().any(|(_, e)| &e.name == want) {
             let names: Vec<&str> = exps.iter().map(|(_, e)| e.name.as_str()).collect();
-            return Err(format!(
-                "no experiment named '{want}' (have: {})",
-                names.join(", ")
-            ));
+            let names = names.join(", ");
+            return Err(format!("no experiment named '{want}' (have: {names})").into());
         }
     }
     let json = p.has("json");
@@ -472,29 +465,27 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
                 let t = match builtin {
                     Some((_, t)) => t.to_string(),
                     None => std::fs::read_to_string(&fp)
-                        .map_err(|err| format!("{}: {err}", fp.display()))?,
+                        .map_err(|err| CliError::io(fp.display(), err))?,
                 };
                 Some((fp.display().to_string(), t))
             }
             None => None,
         };
-        let runs = e
-            .run(
-                seed,
-                fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-                |_, cfg| crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some()),
-            )
-            .map_err(|err| err.to_string())?;
+        let runs = e.run(
+            seed,
+            fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            |_, cfg| crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some()),
+        )?;
         let mut runs = runs;
         if let Some(dir) = &trace_dir {
             for r in &mut runs {
                 let d = dir.join(&e.name).join(&r.variant);
-                std::fs::create_dir_all(&d).map_err(|err| format!("{}: {err}", d.display()))?;
+                std::fs::create_dir_all(&d).map_err(|err| CliError::io(d.display(), err))?;
                 let w = take::<BlktraceWriter>(&mut r.sinks).expect("attached");
                 let disk = w.device().map(|d| d.minor).unwrap_or(0);
                 let _ = disk;
                 w.write_files(&d.join("trace"))
-                    .map_err(|err| format!("{}: {err}", d.display()))?;
+                    .map_err(|err| CliError::io(d.display(), err))?;
             }
         }
         let rows = e.rows(&runs);
@@ -502,12 +493,12 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         if json {
             // Provenance goes to stderr: the records keep their documented fields.
             for r in &runs {
-                eprintln!(
-                    "iostack: {} variant {}: {}",
+                out::stderr(&format!(
+                    "iostack: {} variant {}: {}\n",
                     e.name,
                     r.variant,
                     crate::sinks::provenance(r.seed, r.config_hash)
-                );
+                ));
             }
             for r in &rows {
                 records.push(serde_json::json!({
@@ -524,12 +515,11 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         }
     }
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::Value::Array(records)).expect("json")
-        );
+        let json = serde_json::to_string_pretty(&serde_json::Value::Array(records))
+            .map_err(|e| CliError::Usage(format!("JSON output: {e}")))?;
+        out::stdout(&format!("{json}\n"))?;
     } else {
-        print!("{text}");
+        out::stdout(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,16 +4,33 @@
 mod args;
 mod commands;
 mod fio_out;
+mod out;
 mod sinks;
 
 use std::process::ExitCode;
 
+/// The status a shell shows for a process killed by SIGPIPE (128 + 13); used when
+/// the reader of standard output went away, as `head` does.
+const CLOSED_STDOUT: u8 = 141;
+
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv: Result<Vec<String>, _> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string())
+        .collect();
+    let argv = match argv {
+        Ok(v) => v,
+        Err(bad) => {
+            let bad = bad.to_string_lossy();
+            out::stderr(&format!("iostack: argument '{bad}' is not valid UTF-8\n"));
+            return ExitCode::from(2);
+        }
+    };
     match commands::dispatch(&argv) {
         Ok(code) => code,
+        Err(out::CliError::ClosedStdout) => ExitCode::from(CLOSED_STDOUT),
         Err(e) => {
-            eprintln!("iostack: {e}");
+            out::stderr(&format!("iostack: {e}\n"));
             ExitCode::from(2)
         }
     }

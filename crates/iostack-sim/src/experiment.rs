@@ -11,6 +11,7 @@ use iostack_core::{Profile, TraceSink, Tunables};
 use iostack_des::{Duration, Seed};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use toml::Spanned;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,17 +20,17 @@ pub struct Experiment {
     pub title: String,
     /// Where the published numbers come from.
     pub source: String,
-    pub machine: String,
-    pub kernel: String,
-    pub scheduler: Option<String>,
+    pub machine: Spanned<String>,
+    pub kernel: Spanned<String>,
+    pub scheduler: Option<Spanned<String>>,
     /// Trace format printed for each variant by `iostack reproduce` (`ftrace`,
     /// `blkparse`), if any.
     pub trace: Option<String>,
     #[serde(default)]
-    pub set: Vec<String>,
+    pub set: Vec<Spanned<String>>,
     /// Machine-file lines (`key = value`) applied to the preset.
     #[serde(default)]
-    pub machine_set: Vec<String>,
+    pub machine_set: Vec<Spanned<String>>,
     #[serde(default)]
     pub setup: Vec<SetupFile>,
     pub workload: WorkloadDef,
@@ -43,7 +44,13 @@ pub struct Experiment {
     /// Before/after pairs of variants whose changes are compared; by default the
     /// first variant against each other one.
     #[serde(default)]
-    pub compare: Vec<[String; 2]>,
+    pub compare: Vec<Spanned<[String; 2]>>,
+    /// The file the experiment was read from, and where its lines start (for
+    /// errors that name a line).
+    #[serde(skip)]
+    pub path: String,
+    #[serde(skip)]
+    line_starts: Vec<usize>,
 }
 
 /// A file laid out before the workload runs.
@@ -51,7 +58,7 @@ pub struct Experiment {
 #[serde(deny_unknown_fields)]
 pub struct SetupFile {
     pub path: String,
-    pub size: String,
+    pub size: Spanned<String>,
     /// First block of the sequential allocation.
     pub goal_block: Option<u64>,
 }
@@ -73,13 +80,13 @@ pub struct WorkloadDef {
 pub struct Variant {
     pub name: String,
     pub description: Option<String>,
-    pub kernel: Option<String>,
-    pub scheduler: Option<String>,
+    pub kernel: Option<Spanned<String>>,
+    pub scheduler: Option<Spanned<String>>,
     #[serde(default)]
-    pub set: Vec<String>,
+    pub set: Vec<Spanned<String>>,
     /// Machine-file lines for this variant (after the experiment's).
     #[serde(default)]
-    pub machine_set: Vec<String>,
+    pub machine_set: Vec<Spanned<String>>,
     /// `${VAR}` values the fio job file sees in this variant.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -89,9 +96,9 @@ pub struct Variant {
 #[serde(deny_unknown_fields)]
 pub struct MetricDef {
     /// The name the metric is reported under.
-    pub name: String,
+    pub name: Spanned<String>,
     /// What is measured (one of `METRICS`); defaults to `name`.
-    pub of: Option<String>,
+    pub of: Option<Spanned<String>>,
     /// Only the processes of this fio job (all its clones), as fio's per-group
     /// `aggrb` when the job is its own group.
     pub job: Option<String>,
@@ -133,54 +140,92 @@ pub struct VariantRun {
     pub config_hash: u64,
 }
 
+/// Read an experiment file. Errors name the file and, where the field can be
+/// located, its line.
 pub fn parse(path: &str, text: &str) -> Result<Experiment, SimError> {
-    let e: Experiment =
-        toml::from_str(text).map_err(|e| SimError(format!("{path}: {}", e.to_string().trim())))?;
-    if e.variants.is_empty() {
-        return Err(SimError(format!("{path}: experiment has no [[variant]]")));
-    }
-    for pair in &e.compare {
-        for n in pair {
-            if !e.variants.iter().any(|v| &v.name == n) {
-                return Err(SimError(format!(
-                    "{path}: compare names variant '{n}', which the experiment does not have"
-                )));
-            }
-        }
-    }
-    if e.workload.dd.is_some() == e.workload.fio.is_some() {
-        return Err(SimError(format!(
-            "{path}: [workload] needs exactly one of 'dd' or 'fio'"
-        )));
-    }
-    for m in &e.metrics {
-        if metric(m.measure()).is_none() {
-            return Err(SimError(format!(
-                "{path}: unknown metric '{}' (known: {})",
-                m.measure(),
-                METRICS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        for v in m.published.keys() {
-            if !e.variants.iter().any(|x| &x.name == v) {
-                return Err(SimError(format!(
-                    "{path}: metric '{}' has a published value for unknown variant '{v}'",
-                    m.name
-                )));
-            }
-        }
-    }
+    let mut e: Experiment = toml::from_str(text).map_err(|err| SimError::Experiment {
+        file: path.to_string(),
+        line: err.span().map(|s| line_of(&line_starts(text), s.start)),
+        field: None,
+        message: err.message().trim().to_string(),
+    })?;
+    e.path = path.to_string();
+    e.line_starts = line_starts(text);
+    e.check()?;
     Ok(e)
+}
+
+/// Byte offsets where each line of `text` starts.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+/// 1-based line of a byte offset.
+fn line_of(starts: &[usize], offset: usize) -> usize {
+    starts.partition_point(|&s| s <= offset).max(1)
+}
+
+impl Experiment {
+    /// 1-based line of a field.
+    fn line<T>(&self, field: &Spanned<T>) -> Option<usize> {
+        (!self.line_starts.is_empty()).then(|| line_of(&self.line_starts, field.span().start))
+    }
+
+    /// An error at a field of the file.
+    fn err<T>(&self, at: Option<&Spanned<T>>, field: &str, message: String) -> SimError {
+        SimError::Experiment {
+            file: self.path.clone(),
+            line: at.and_then(|a| self.line(a)),
+            field: (!field.is_empty()).then(|| field.to_string()),
+            message,
+        }
+    }
+
+    /// Cross-field checks made at parse time.
+    fn check(&self) -> Result<(), SimError> {
+        if self.variants.is_empty() {
+            return Err(self.err::<()>(None, "", "experiment has no [[variant]]".into()));
+        }
+        let has = |n: &str| self.variants.iter().any(|v| v.name == n);
+        for pair in &self.compare {
+            if let Some(n) = pair.get_ref().iter().find(|n| !has(n)) {
+                let msg = format!("names variant '{n}', which the experiment does not have");
+                return Err(self.err(Some(pair), "compare", msg));
+            }
+        }
+        if self.workload.dd.is_some() == self.workload.fio.is_some() {
+            let msg = "needs exactly one of 'dd' or 'fio'".to_string();
+            return Err(self.err::<()>(None, "[workload]", msg));
+        }
+        for m in &self.metrics {
+            if metric(m.measure()).is_none() {
+                let known: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
+                let msg = format!(
+                    "unknown metric '{}' (known: {})",
+                    m.measure(),
+                    known.join(", ")
+                );
+                let at = m.of.as_ref().unwrap_or(&m.name);
+                return Err(self.err(Some(at), "", msg));
+            }
+            if let Some(v) = m.published.keys().find(|v| !has(v)) {
+                let msg = format!(
+                    "metric '{}' has a published value for unknown variant '{v}'",
+                    m.name.get_ref()
+                );
+                return Err(self.err(Some(&m.name), "", msg));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl MetricDef {
     /// The measurement behind this metric.
     pub fn measure(&self) -> &str {
-        self.of.as_deref().unwrap_or(&self.name)
+        self.of.as_ref().unwrap_or(&self.name).get_ref()
     }
 }
 
@@ -252,6 +297,99 @@ fn aggregate_kib_per_s(r: &RunResult, dir: usize, job: Option<&str>) -> f64 {
 }
 
 impl Experiment {
+    /// The machine of a variant: the preset with the experiment's and the
+    /// variant's `machine_set` lines applied, each error at its line.
+    fn machine_of(&self, v: &Variant) -> Result<Machine, SimError> {
+        let preset = machine::preset(self.machine.get_ref())
+            .map_err(|e| e.at(&self.path, self.line(&self.machine)))?;
+        let mut m = preset.clone();
+        for l in self.machine_set.iter().chain(v.machine_set.iter()) {
+            let at = |e: machine::MachineError| e.at(&self.path, self.line(l));
+            match machine::split_line(l.get_ref()).map_err(at)? {
+                Some(("base", _)) => {
+                    let kind = machine::MachineErrorKind::Invalid(
+                        "'base' is the experiment's `machine`".into(),
+                    );
+                    return Err(at(machine::MachineError {
+                        file: None,
+                        line: None,
+                        key: Some("base".into()),
+                        kind,
+                    })
+                    .into());
+                }
+                Some((k, val)) => machine::apply(&mut m, k, val).map_err(at)?,
+                None => {}
+            }
+        }
+        machine::validate(&m).map_err(|e| e.at(&self.path, None))?;
+        m.name = preset.name;
+        Ok(m)
+    }
+
+    /// The tunables of a variant: the profile's defaults with the experiment's and
+    /// the variant's `set` entries.
+    fn tunables_of(&self, v: &Variant) -> Result<Tunables, SimError> {
+        let kernel = v.kernel.as_ref().unwrap_or(&self.kernel);
+        let profile = Profile::parse(kernel.get_ref())
+            .map_err(|msg| self.err(Some(kernel), "kernel", msg))?;
+        let mut t = Tunables::new(profile, &tunable_tables());
+        for kv in self.set.iter().chain(v.set.iter()) {
+            t.set_str(kv.get_ref())
+                .map_err(|source| SimError::Tunable {
+                    file: Some(self.path.clone()),
+                    line: self.line(kv),
+                    origin: "set".into(),
+                    assignment: kv.get_ref().clone(),
+                    source: Box::new(source),
+                })?;
+        }
+        Ok(t)
+    }
+
+    /// The processes of a variant: `[[setup]]` files, then the workload.
+    fn procs_of(
+        &self,
+        v: &Variant,
+        m: &Machine,
+        fio_text: Option<(&str, &str)>,
+    ) -> Result<Vec<ProcSpec>, SimError> {
+        let mut procs: Vec<ProcSpec> = Vec::new();
+        for f in &self.setup {
+            let size = frontend::parse_size(f.size.get_ref()).map_err(|e| SimError::Size {
+                file: Some(self.path.clone()),
+                line: self.line(&f.size),
+                origin: format!("[[setup]] {}: size", f.path),
+                input: f.size.get_ref().clone(),
+                message: e.to_string(),
+            })?;
+            frontend::fits_on_disk(size, m).map_err(|message| SimError::Size {
+                file: Some(self.path.clone()),
+                line: self.line(&f.size),
+                origin: format!("[[setup]] {}: size", f.path),
+                input: f.size.get_ref().clone(),
+                message,
+            })?;
+            procs.push(frontend::layout_only(&f.path, size, f.goal_block));
+        }
+        let mut work = match (&self.workload.dd, fio_text) {
+            (Some(dd), _) => frontend::dd_procs(dd, m)?,
+            (None, Some((path, text))) => {
+                frontend::fio_procs_from_text_env(path, text, m, v.env.clone())?.procs
+            }
+            (None, None) => {
+                let msg = "the fio job file's text was not given".to_string();
+                return Err(self.err::<()>(None, "[workload] fio", msg));
+            }
+        };
+        if let Some(first) = work.first_mut() {
+            first.pid = self.workload.pid.or(first.pid);
+            first.cpu = self.workload.cpu.or(first.cpu);
+        }
+        procs.extend(work);
+        Ok(procs)
+    }
+
     /// The configuration of one variant.
     pub fn config(
         &self,
@@ -259,70 +397,27 @@ impl Experiment {
         seed: Seed,
         fio_text: Option<(&str, &str)>,
     ) -> Result<SimConfig, SimError> {
-        let mut m: Machine = machine::preset(&self.machine).map_err(|e| SimError(e.to_string()))?;
-        if !self.machine_set.is_empty() || !v.machine_set.is_empty() {
-            let mut text = format!("base = {}\n", self.machine);
-            for l in self.machine_set.iter().chain(v.machine_set.iter()) {
-                text.push_str(l);
-                text.push('\n');
-            }
-            m = machine::parse_file("machine_set", &text).map_err(|e| {
-                // Line 1 is the base preset; line k is machine_set entry k - 1,
-                // counting the experiment's entries before the variant's.
-                let entry =
-                    e.at.rsplit(':')
-                        .next()
-                        .and_then(|n| n.parse::<usize>().ok())
-                        .map(|k| format!(" entry {}", k - 1))
-                        .unwrap_or_default();
-                SimError(format!(
-                    "{} variant {}: machine_set{entry}: {}",
-                    self.name, v.name, e.msg
-                ))
-            })?;
-            m.name = self.machine.clone();
-        }
-        let kernel = v.kernel.as_deref().unwrap_or(&self.kernel);
-        let profile = Profile::parse(kernel).map_err(SimError)?;
-        let mut t = Tunables::new(profile, &tunable_tables());
-        for kv in self.set.iter().chain(v.set.iter()) {
-            t.set_str(kv)
-                .map_err(|e| SimError(format!("{} variant {}: {e}", self.name, v.name)))?;
-        }
-        let scheduler = v
-            .scheduler
-            .clone()
-            .or_else(|| self.scheduler.clone())
-            .unwrap_or_else(|| m.scheduler.clone());
-        let mut procs: Vec<ProcSpec> = Vec::new();
-        for f in &self.setup {
-            let size = frontend::parse_size(&f.size)
-                .map_err(|e| SimError(format!("{}: setup {}: {e}", self.name, f.path)))?;
-            procs.push(frontend::layout_only(&f.path, size, f.goal_block));
-        }
-        let mut work = match (&self.workload.dd, fio_text) {
-            (Some(dd), _) => frontend::dd_procs(dd, &m).map_err(SimError)?,
-            (None, Some((path, text))) => {
-                frontend::fio_procs_from_text_env(path, text, &m, v.env.clone())
-                    .map_err(SimError)?
-                    .procs
-            }
-            (None, None) => return Err(SimError("fio job text missing".into())),
+        let inner = || -> Result<SimConfig, SimError> {
+            let m = self.machine_of(v)?;
+            let tunables = self.tunables_of(v)?;
+            let scheduler = v
+                .scheduler
+                .as_ref()
+                .or(self.scheduler.as_ref())
+                .map(|s| s.get_ref().clone())
+                .unwrap_or_else(|| m.scheduler.clone());
+            let procs = self.procs_of(v, &m, fio_text)?;
+            Ok(SimConfig {
+                machine: m,
+                tunables,
+                scheduler,
+                seed,
+                procs,
+                checks: true,
+                time_limit: Duration::secs(3600),
+            })
         };
-        if let Some(first) = work.first_mut() {
-            first.pid = self.workload.pid.or(first.pid);
-            first.cpu = self.workload.cpu.or(first.cpu);
-        }
-        procs.extend(work);
-        Ok(SimConfig {
-            machine: m,
-            tunables: t,
-            scheduler,
-            seed,
-            procs,
-            checks: true,
-            time_limit: Duration::secs(3600),
-        })
+        inner().map_err(|e| e.in_variant(&self.name, &v.name))
     }
 
     /// Run every variant, attaching the sinks `make_sinks` returns for each.
@@ -337,7 +432,7 @@ impl Experiment {
             let cfg = self.config(v, seed, fio_text)?;
             let hash = crate::config_hash(&cfg);
             let sinks = make_sinks(v, &cfg);
-            let mut sim = Simulation::new(cfg)?;
+            let mut sim = Simulation::new(cfg).map_err(|e| e.in_variant(&self.name, &v.name))?;
             sim.attach(Box::new(crate::check::Checker::new(true)));
             for s in sinks {
                 sim.attach(s);
@@ -345,7 +440,7 @@ impl Experiment {
             let (result, mut sinks) = sim.run();
             sinks.remove(0); // the checker
             if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
-                return Err(SimError(format!("{} variant {}: {e}", self.name, v.name)));
+                return Err(SimError::Run(e).in_variant(&self.name, &v.name));
             }
             runs.push(VariantRun {
                 variant: v.name.clone(),
@@ -367,7 +462,7 @@ impl Experiment {
                 rows.push(Row {
                     experiment: self.name.clone(),
                     variant: run.variant.clone(),
-                    metric: m.name.clone(),
+                    metric: m.name.get_ref().clone(),
                     unit: m.unit.clone(),
                     published: m.published.get(&run.variant).copied(),
                     simulated: f(&run.result, m.job.as_deref()),
@@ -385,7 +480,7 @@ impl Experiment {
         for m in &self.metrics {
             let mine: Vec<&Row> = rows
                 .iter()
-                .filter(|r| r.metric == m.name && r.published.is_some())
+                .filter(|r| r.metric == *m.name.get_ref() && r.published.is_some())
                 .collect();
             let pairs: Vec<(&Row, &Row)> = if self.compare.is_empty() {
                 let Some(base) = mine.first() else { continue };
@@ -394,7 +489,7 @@ impl Experiment {
                 let find = |n: &str| mine.iter().find(|r| r.variant == n).copied();
                 self.compare
                     .iter()
-                    .filter_map(|[a, b]| Some((find(a)?, find(b)?)))
+                    .filter_map(|p| Some((find(&p.get_ref()[0])?, find(&p.get_ref()[1])?)))
                     .collect()
             };
             for (base, r) in pairs {
@@ -413,7 +508,7 @@ impl Experiment {
                 };
                 let size_ok = size_matches(pub_ratio, sim_ratio);
                 out.push(Change {
-                    metric: m.name.clone(),
+                    metric: m.name.get_ref().clone(),
                     from: base.variant.clone(),
                     to: r.variant.clone(),
                     published_ratio: pub_ratio,
@@ -501,7 +596,7 @@ published = { "a" = 2968 }
         let bad = EXP.replace("of = \"write_KBps\"", "of = \"write_furlongs\"");
         let err = parse("t.toml", &bad).unwrap_err().to_string();
         assert!(
-            err.starts_with("t.toml: unknown metric 'write_furlongs'"),
+            err.starts_with("t.toml:13: unknown metric 'write_furlongs'"),
             "{err}"
         );
         let bad = EXP.replace("\"a\" = 2968", "\"b\" = 2968");
@@ -510,9 +605,12 @@ published = { "a" = 2968 }
         let bad = EXP.replace("[workload]", "compare = [[\"a\", \"z\"]]\n[workload]");
         let err = parse("t.toml", &bad).unwrap_err().to_string();
         assert!(
-            err.starts_with("t.toml: compare names variant 'z'"),
+            err.starts_with("t.toml:7: compare: names variant 'z'"),
             "{err}"
         );
+        let bad = EXP.replace("[[variant]]\nname = \"a\"", "");
+        let err = parse("t.toml", &bad).unwrap_err().to_string();
+        assert!(err.starts_with("t.toml:"), "{err}");
         let bad = EXP.replace("unit = \"KB/s\"", "unit = \"KB/s\"\ncolour = 1");
         let err = parse("t.toml", &bad).unwrap_err().to_string();
         assert!(
@@ -534,8 +632,36 @@ published = { "a" = 2968 }
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("t variant a: machine_set entry 2: key 'fs': unsupported 'btrfs'"),
+            err.starts_with("t variant a: t.toml:11: key 'fs': unsupported 'btrfs'"),
             "{err}"
+        );
+        let text = EXP.replace("name = \"a\"", "name = \"a\"\nset = [\"vm/nope=1\"]");
+        let e = parse("t.toml", &text).unwrap();
+        let err = e
+            .config(&e.variants[0], Seed(1), None)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            err.location(),
+            (Some("t.toml"), Some(11), Some("vm/nope=1"))
+        );
+        assert!(
+            err.to_string()
+                .starts_with("t variant a: t.toml:11: set vm/nope=1: unknown tunable"),
+            "{err}"
+        );
+        let text = EXP.replace(
+            "name = \"a\"",
+            "name = \"a\"\nmachine_set = [\"cpu_wake_ns = 18446744073709551615\"]",
+        );
+        let e = parse("t.toml", &text).unwrap();
+        let err = e
+            .config(&e.variants[0], Seed(1), None)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            err.location(),
+            (Some("t.toml"), Some(11), Some("cpu_wake_ns"))
         );
         let ok = EXP.replace(
             "name = \"a\"",

@@ -4,24 +4,97 @@
 
 use crate::machine::Machine;
 use crate::workload::{Engine, Pattern, ProcSpec, Target};
+use crate::SimError;
 use iostack_des::Duration;
+use iostack_workload::DdError;
+
+/// Why a size does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("invalid size '{0}'")]
+    Invalid(String),
+    #[error("invalid size suffix in '{0}' (b, k, m, g, t)")]
+    Suffix(String),
+    #[error("size '{0}' overflows 64 bits")]
+    Overflow(String),
+}
 
 /// Parse a size such as `64M`, `4k`, `1048576` (binary multiples).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, suf) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
+    let n: u64 = num.parse().map_err(|e: std::num::ParseIntError| {
+        if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) {
+            SizeError::Overflow(s.to_string())
+        } else {
+            SizeError::Invalid(s.to_string())
+        }
+    })?;
     let mult: u64 = match suf.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" | "kb" => 1 << 10,
         "m" | "mib" | "mb" => 1 << 20,
         "g" | "gib" | "gb" => 1 << 30,
         "t" | "tib" | "tb" => 1 << 40,
-        _ => return Err(format!("invalid size suffix in '{s}'")),
+        _ => return Err(SizeError::Suffix(s.to_string())),
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("size '{s}' overflows"))
+        .ok_or_else(|| SizeError::Overflow(s.to_string()))
+}
+
+/// A file that ends at byte `end` can be on the machine's file system: it is not
+/// larger than the disk (checked up front, as laying out exabytes block by block
+/// to find the file system full would take minutes).
+pub fn fits_on_disk(end: u64, m: &Machine) -> Result<(), String> {
+    let start = m.partition.map_or(0, |(_, s)| s.saturating_mul(512));
+    let room = m.device_capacity_bytes().saturating_sub(start);
+    if end > room {
+        return Err(format!(
+            "{end} bytes do not fit on the {room}-byte file system of machine '{}'",
+            m.name
+        ));
+    }
+    Ok(())
+}
+
+/// `--layout PATH=SIZE[@BLOCK]` on a machine: a process that lays the file out.
+pub fn layout_on(spec: &str, m: &Machine) -> Result<ProcSpec, SimError> {
+    let p = parse_layout(spec)?;
+    fits_on_disk(p.region, m).map_err(|message| SimError::Size {
+        file: None,
+        line: None,
+        origin: "--layout".into(),
+        input: spec.to_string(),
+        message,
+    })?;
+    Ok(p)
+}
+
+/// `--layout PATH=SIZE[@BLOCK]`: a process that lays the file out.
+pub fn parse_layout(spec: &str) -> Result<ProcSpec, SimError> {
+    let bad = |message: String| SimError::Size {
+        file: None,
+        line: None,
+        origin: "--layout".into(),
+        input: spec.to_string(),
+        message: format!("{message} (expected PATH=SIZE[@BLOCK])"),
+    };
+    let (path, rest) = spec.split_once('=').ok_or_else(|| bad("no '='".into()))?;
+    if path.is_empty() {
+        return Err(bad("no path".into()));
+    }
+    let (size, goal) = match rest.split_once('@') {
+        Some((s, b)) => {
+            let block = b
+                .parse::<u64>()
+                .map_err(|_| bad(format!("bad block number '{b}'")))?;
+            (s, Some(block))
+        }
+        None => (rest, None),
+    };
+    let size = parse_size(size).map_err(|e| bad(e.to_string()))?;
+    Ok(layout_only(path, size, goal))
 }
 
 /// A process that only lays out a file (no I/O), as `[[setup]]` asks.
@@ -85,53 +158,98 @@ fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
     })
 }
 
+/// An error about a dd operand (`operand` as written, or empty).
+fn dd_err(operand: &str, message: String) -> SimError {
+    SimError::Dd(DdError {
+        operand: operand.to_string(),
+        message,
+    })
+}
+
+/// `a * b` for a dd byte count, refused (as dd refuses an offset it cannot seek
+/// to) rather than saturated.
+fn dd_bytes(n: u64, unit: u64, in_bytes: bool, operand: &str) -> Result<u64, SimError> {
+    if in_bytes {
+        return Ok(n);
+    }
+    n.checked_mul(unit)
+        .filter(|b| *b <= i64::MAX as u64)
+        .ok_or_else(|| {
+            dd_err(
+                operand,
+                format!("{operand}: offset overflow: Value too large for defined data type"),
+            )
+        })
+}
+
 /// The process of a dd command line: GNU dd's copy loop of `ibs`-sized reads (and
 /// `obs`-sized writes), each a read(2)/write(2) the caller waits for.
-pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, String> {
-    let dd = iostack_workload::parse_dd_command_line(args).map_err(|e| e.to_string())?;
-    let input = dd
-        .input
-        .clone()
-        .ok_or("dd: reading standard input is not simulated; give if=")?;
+pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
+    let dd = iostack_workload::parse_dd_command_line(args)?;
+    let input = dd.input.clone().ok_or_else(|| {
+        dd_err(
+            "",
+            "reading standard input is not simulated; give if=".into(),
+        )
+    })?;
     let output = dd.output.clone().unwrap_or_else(|| "/dev/null".into());
+    let count = dd
+        .count
+        .map(|c| dd_bytes(c, dd.ibs, dd.iflag.count_bytes, "count"))
+        .transpose()?;
+    let skip = dd_bytes(dd.skip, dd.ibs, dd.iflag.skip_bytes, "skip")?;
+    let seek = dd_bytes(dd.seek, dd.obs, dd.oflag.seek_bytes, "seek")?;
+    let target =
+        |path: &str, size| target_of(path, size, m).map_err(|e| dd_err(&format!("of={path}"), e));
     if input == "/dev/zero" && output != "/dev/null" {
         // A writer: dd if=/dev/zero of=FILE bs=.. count=.. [oflag=direct]
         // [conv=fsync|fdatasync]. Reading /dev/zero costs no I/O.
         let bs = dd.obs;
-        let io_size = dd
-            .input_limit()
-            .ok_or("dd: if=/dev/zero without count= writes forever; give count=")?;
-        let offset = dd.seek_offset();
-        let target = target_of(&output, offset + io_size, m)?;
+        let io_size = count.ok_or_else(|| {
+            dd_err(
+                "if=/dev/zero",
+                "if=/dev/zero without count= writes forever; give count=".into(),
+            )
+        })?;
+        let end = seek.checked_add(io_size).filter(|e| *e <= i64::MAX as u64);
+        let end = end.ok_or_else(|| {
+            dd_err(
+                "seek",
+                "seek + count: file too large: Value too large for defined data type".into(),
+            )
+        })?;
         return Ok(vec![ProcSpec {
             bs: [bs, bs],
-            offset,
+            offset: seek,
             io_size,
             read_pct: 0,
             direct: dd.oflag.direct,
             // dd truncates and rewrites its output unless conv=notrunc.
             fresh: !dd.conv.notrunc && !output.starts_with("/dev/"),
             end_fsync: dd.conv.fsync || dd.conv.fdatasync,
-            ..ProcSpec::direct_reader("dd", "dd", target, offset + io_size)
+            ..ProcSpec::direct_reader("dd", "dd", target(&output, end)?, end)
         }]);
     }
     if output != "/dev/null" {
-        return Err(format!(
-            "dd: if={input} of={output}: iostack simulates dd reading a file or device \
-             into /dev/null, or writing /dev/zero into a file or device"
+        return Err(dd_err(
+            &format!("of={output}"),
+            format!(
+                "if={input} of={output}: iostack simulates dd reading a file or device \
+                 into /dev/null, or writing /dev/zero into a file or device"
+            ),
         ));
     }
     let bs = dd.ibs;
-    let offset = dd.skip_offset();
-    // Without count=, until end of file.
-    let io_size = dd.input_limit().unwrap_or(u64::MAX);
-    let target = target_of(&input, 0, m)?;
+    // Without count=, until the end of the file or device: the region is sized
+    // at setup, from what is there (`io_size == u64::MAX`).
+    let io_size = count.unwrap_or(u64::MAX);
+    let target = target_of(&input, 0, m).map_err(|e| dd_err(&format!("if={input}"), e))?;
     Ok(vec![ProcSpec {
         bs: [bs, bs],
-        offset,
+        offset: skip,
         io_size,
         direct: dd.iflag.direct,
-        ..ProcSpec::direct_reader("dd", "dd", target, io_size)
+        ..ProcSpec::direct_reader("dd", "dd", target, count.unwrap_or(0))
     }])
 }
 
@@ -149,7 +267,7 @@ pub fn fio_env(
 }
 
 /// Parse a job file given as text, purely: includes are not available.
-pub fn fio_procs_from_text(path: &str, text: &str, m: &Machine) -> Result<Procs, String> {
+pub fn fio_procs_from_text(path: &str, text: &str, m: &Machine) -> Result<Procs, SimError> {
     fio_procs_from_text_env(path, text, m, Default::default())
 }
 
@@ -159,19 +277,145 @@ pub fn fio_procs_from_text_env(
     text: &str,
     m: &Machine,
     vars: std::collections::BTreeMap<String, String>,
-) -> Result<Procs, String> {
+) -> Result<Procs, SimError> {
     let mut env = fio_env(m, vars);
     let mut files = std::collections::BTreeMap::new();
     files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
     env.files = Some(files);
-    let jf = iostack_workload::parse_job_str(text, path, &env).map_err(|e| e.to_string())?;
+    let jf = iostack_workload::parse_job_str(text, path, &env)?;
     fio_procs(&jf, m)
+}
+
+/// What the simulator refuses about one fio job, at the job's section.
+struct JobAt<'a>(&'a iostack_workload::JobSpec);
+
+impl JobAt<'_> {
+    fn err(&self, option: Option<&str>, message: String) -> SimError {
+        SimError::Job {
+            file: self.0.file.display().to_string(),
+            line: Some(self.0.line),
+            job: self.0.name.clone(),
+            option: option.map(str::to_string),
+            message,
+        }
+    }
+}
+
+/// Access pattern and read share of a job's `rw=`.
+fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32), SimError> {
+    use iostack_workload::RwKind;
+    let random = Pattern::Random {
+        norandommap: j.norandommap,
+    };
+    let p = match j.rw.kind {
+        RwKind::Read => (Pattern::Sequential, 100),
+        RwKind::Write => (Pattern::Sequential, 0),
+        RwKind::ReadWrite => (Pattern::Sequential, j.rwmix_read),
+        RwKind::RandRead => (random, 100),
+        RwKind::RandWrite => (random, 0),
+        RwKind::RandRw => (random, j.rwmix_read),
+        k => {
+            let msg = format!("rw={} (trim) is not modelled yet", k.as_str());
+            return Err(at.err(Some("rw"), msg));
+        }
+    };
+    if j.rw.modifier.is_some() {
+        let msg = "the rw=...:N offset modifier is not modelled yet".to_string();
+        return Err(at.err(Some("rw"), msg));
+    }
+    Ok(p)
+}
+
+/// The simulated engine of a job's `ioengine=`.
+fn engine_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<Engine, SimError> {
+    use iostack_workload::IoEngine;
+    match j.ioengine {
+        IoEngine::Sync
+        | IoEngine::Psync
+        | IoEngine::Vsync
+        | IoEngine::Pvsync
+        | IoEngine::Pvsync2 => Ok(Engine::Sync),
+        IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Ok(Engine::Async),
+        e => Err(at.err(
+            Some("ioengine"),
+            format!("ioengine={} is not modelled", e.as_str()),
+        )),
+    }
+}
+
+/// Bytes of an amount option; percentages and zones are not modelled yet.
+fn bytes_of(a: &iostack_workload::Amount, what: &str, at: &JobAt) -> Result<u64, SimError> {
+    match a {
+        iostack_workload::Amount::Bytes(b) => Ok(*b),
+        _ => Err(at.err(
+            Some(what),
+            "a percentage or zones is not modelled yet".into(),
+        )),
+    }
+}
+
+/// Sizes of a job: (size, io_size, offset, offset_increment).
+fn sizes_of(
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    at: &JobAt,
+) -> Result<(u64, u64, u64, u64), SimError> {
+    let size = match &j.size {
+        Some(a) => bytes_of(a, "size", at)?,
+        None if !j.files.is_empty() && j.files.iter().all(|f| f.starts_with("/dev/")) => {
+            m.device_capacity_bytes()
+        }
+        None => return Err(at.err(Some("size"), "size= is needed for new files".into())),
+    };
+    let io_size = match &j.io_size {
+        Some(a) => bytes_of(a, "io_size", at)?,
+        None => size,
+    };
+    let offset = bytes_of(&j.offset, "offset", at)?;
+    let offset_inc = bytes_of(&j.offset_increment, "offset_increment", at)?;
+    if !j.direct {
+        // The page cache is modelled in whole pages; fio would run a
+        // sub-page buffered job (read-modify-write of partial pages).
+        let page = iostack_mm::PAGE_SIZE;
+        for (what, v) in [
+            ("bs (read)", j.bs.read),
+            ("bs (write)", j.bs.write),
+            ("offset", offset),
+        ] {
+            if v % page != 0 {
+                let msg = format!(
+                    "direct=0 with {what}={v}: iostack models buffered I/O in whole \
+                     {page}-byte pages"
+                );
+                let option = what.split(' ').next();
+                return Err(at.err(option, msg));
+            }
+        }
+    }
+    // The last clone's region must end within 63 bits (a file offset is a loff_t).
+    let last = u64::from(j.numjobs.max(1) - 1);
+    let end = offset_inc
+        .checked_mul(last)
+        .and_then(|o| o.checked_add(offset))
+        .and_then(|o| o.checked_add(size))
+        .filter(|e| *e <= i64::MAX as u64);
+    if end.is_none() {
+        let msg = format!(
+            "offset {offset} + offset_increment {offset_inc} x {last} + size {size} is \
+             beyond the largest file offset"
+        );
+        return Err(at.err(Some("offset"), msg));
+    }
+    let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
+    if let (true, Some(end)) = (on_fs, end) {
+        fits_on_disk(end, m).map_err(|e| at.err(Some("size"), format!("size={size}: {e}")))?;
+    }
+    Ok((size, io_size, offset, offset_inc))
 }
 
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
-pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, String> {
-    use iostack_workload::{Amount, IoEngine, RwKind};
+pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
     let mut out = Procs {
         procs: Vec::new(),
         meta: Vec::new(),
@@ -182,89 +426,10 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             .collect(),
     };
     for j in &jf.jobs {
-        let at = format!("{}:{}: job '{}'", j.file.display(), j.line, j.name);
-        let (pattern, read_pct) = match j.rw.kind {
-            RwKind::Read => (Pattern::Sequential, 100),
-            RwKind::Write => (Pattern::Sequential, 0),
-            RwKind::ReadWrite => (Pattern::Sequential, j.rwmix_read),
-            RwKind::RandRead => (
-                Pattern::Random {
-                    norandommap: j.norandommap,
-                },
-                100,
-            ),
-            RwKind::RandWrite => (
-                Pattern::Random {
-                    norandommap: j.norandommap,
-                },
-                0,
-            ),
-            RwKind::RandRw => (
-                Pattern::Random {
-                    norandommap: j.norandommap,
-                },
-                j.rwmix_read,
-            ),
-            k => {
-                return Err(format!(
-                    "{at}: rw={} (trim) is not modelled yet",
-                    k.as_str()
-                ))
-            }
-        };
-        if j.rw.modifier.is_some() {
-            return Err(format!(
-                "{at}: the rw=...:N offset modifier is not modelled yet"
-            ));
-        }
-        let engine = match j.ioengine {
-            IoEngine::Sync
-            | IoEngine::Psync
-            | IoEngine::Vsync
-            | IoEngine::Pvsync
-            | IoEngine::Pvsync2 => Engine::Sync,
-            IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Engine::Async,
-            e => return Err(format!("{at}: ioengine={} is not modelled", e.as_str())),
-        };
-        let bytes = |a: &Amount, what: &str| match a {
-            Amount::Bytes(b) => Ok(*b),
-            _ => Err(format!(
-                "{at}: {what} as a percentage or zones is not modelled yet"
-            )),
-        };
-        let size = match &j.size {
-            Some(a) => bytes(a, "size")?,
-            None => {
-                if j.files.iter().all(|f| f.starts_with("/dev/")) && !j.files.is_empty() {
-                    m.device_capacity_bytes()
-                } else {
-                    return Err(format!("{at}: size= is needed for new files"));
-                }
-            }
-        };
-        let io_size = match &j.io_size {
-            Some(a) => bytes(a, "io_size")?,
-            None => size,
-        };
-        let offset = bytes(&j.offset, "offset")?;
-        if !j.direct {
-            // The page cache is modelled in whole pages; fio would run a
-            // sub-page buffered job (read-modify-write of partial pages).
-            let page = iostack_mm::PAGE_SIZE;
-            for (what, v) in [
-                ("bs (read)", j.bs.read),
-                ("bs (write)", j.bs.write),
-                ("offset", offset),
-            ] {
-                if v % page != 0 {
-                    return Err(format!(
-                        "{at}: direct=0 with {what}={v}: iostack models buffered I/O in \
-                         whole {page}-byte pages"
-                    ));
-                }
-            }
-        }
-        let offset_inc = bytes(&j.offset_increment, "offset_increment")?;
+        let at = JobAt(j);
+        let (pattern, read_pct) = pattern_of(j, &at)?;
+        let engine = engine_of(j, &at)?;
+        let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
         let prio = j.prio.unwrap_or(4) as u8;
         for clone in 0..j.numjobs {
@@ -277,8 +442,10 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                     None => name,
                 }
             };
-            let off = offset + offset_inc * clone as u64;
-            let target = target_of(&file, off + size, m).map_err(|e| format!("{at}: {e}"))?;
+            // Checked in sizes_of.
+            let off = offset + offset_inc * u64::from(clone);
+            let target =
+                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?;
             out.procs.push(ProcSpec {
                 group: j.group_id,
                 pattern,

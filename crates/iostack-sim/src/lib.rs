@@ -4,6 +4,7 @@
 
 mod buffered;
 pub mod check;
+mod error;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
@@ -15,7 +16,9 @@ pub mod workload;
 mod world;
 mod writepage;
 
-pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, SimError, Simulation};
+pub use error::SimError;
+pub use machine::{MachineError, MachineErrorKind};
+pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
 
 /// A hash of everything a run depends on besides the seed: machine, profile and
 /// tunables, scheduler and workload. Printed with every output.

@@ -128,17 +128,8 @@ pub const MACHINES: &[(&str, &str)] = &[
 ];
 
 fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
-    let device = presets::lookup(device_preset).ok_or_else(|| MachineError {
-        at: String::new(),
-        msg: format!(
-            "unknown device preset '{device_preset}' (known: {})",
-            presets::list()
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    })?;
+    let device = presets::lookup(device_preset)
+        .ok_or_else(|| MachineError::new(unknown_device(device_preset)))?;
     Ok(Machine {
         name: name.to_string(),
         device_preset: device_preset.to_string(),
@@ -163,6 +154,17 @@ fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
         cpu_copy_page_ns: 1_000,
         cpu_wb_page_ns: 1_000,
     })
+}
+
+fn unknown_device(name: &str) -> MachineErrorKind {
+    MachineErrorKind::UnknownDevice {
+        name: name.to_string(),
+        known: presets::list()
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// A preset machine by name.
@@ -233,141 +235,478 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
             m.scheduler = "noop".into();
             Ok(m)
         }
-        _ => Err(MachineError {
-            at: String::new(),
-            msg: format!(
-                "unknown machine '{name}' (presets: {}; or give a machine file)",
-                MACHINES
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        _ => Err(MachineError::new(MachineErrorKind::UnknownMachine {
+            name: name.to_string(),
+            known: MACHINES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })),
     }
 }
 
+/// An error in a machine file, a machine preset name or a machine-file line:
+/// displays as `file:line: key 'k': message`, with the parts that are known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineError {
-    /// `file:line` or empty.
-    pub at: String,
-    pub msg: String,
+    /// The machine file (or the experiment file holding `machine_set`).
+    pub file: Option<String>,
+    /// 1-based line.
+    pub line: Option<usize>,
+    /// The key, when the error is about one.
+    pub key: Option<String>,
+    pub kind: MachineErrorKind,
+}
+
+/// What is wrong with a machine.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MachineErrorKind {
+    #[error("unknown machine '{name}' (presets: {known}; or give a machine file)")]
+    UnknownMachine { name: String, known: String },
+    #[error("unknown device preset '{name}' (known: {known})")]
+    UnknownDevice { name: String, known: String },
+    #[error("expected 'key = value', got '{0}'")]
+    Syntax(String),
+    #[error("unknown key (keys: base, {})", KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "))]
+    UnknownKey,
+    #[error("'base' must be the first key")]
+    BaseNotFirst,
+    #[error("expected an integer, got '{0}'")]
+    NotInteger(String),
+    #[error("{value} is out of range {min}..={max}{}", unit_suffix(unit))]
+    OutOfRange {
+        value: String,
+        min: u64,
+        max: u64,
+        unit: &'static str,
+    },
+    /// A value the key does not accept, with the reason.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("empty machine file")]
+    Empty,
+}
+
+fn unit_suffix(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    }
+}
+
+impl MachineError {
+    fn new(kind: MachineErrorKind) -> Self {
+        MachineError {
+            file: None,
+            line: None,
+            key: None,
+            kind,
+        }
+    }
+    /// The same error at `file` (and `line`, if given).
+    pub fn at(mut self, file: &str, line: Option<usize>) -> Self {
+        self.file = Some(file.to_string());
+        self.line = line.or(self.line);
+        self
+    }
+    fn key(mut self, key: &str) -> Self {
+        self.key = Some(key.to_string());
+        self
+    }
 }
 
 impl fmt::Display for MachineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.at.is_empty() {
-            write!(f, "{}", self.msg)
-        } else {
-            write!(f, "{}: {}", self.at, self.msg)
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        match (&self.key, &self.kind) {
+            (Some(k), MachineErrorKind::UnknownKey) => write!(f, "unknown key '{k}'")?,
+            (Some(k), _) => write!(f, "key '{k}': ")?,
+            _ => {}
+        }
+        match self.kind {
+            MachineErrorKind::UnknownKey if self.key.is_some() => {
+                let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+                write!(f, " (keys: base, {})", keys.join(", "))
+            }
+            _ => write!(f, "{}", self.kind),
         }
     }
 }
 
 impl std::error::Error for MachineError {}
 
+/// How a machine-file key takes its value.
+#[derive(Clone, Copy)]
+pub enum KeyValue {
+    /// An integer in `min..=max` (in `unit`), refused outside it, never wrapped.
+    Int {
+        min: u64,
+        max: u64,
+        set: fn(&mut Machine, u64),
+    },
+    /// A word, checked by the setter.
+    Text(fn(&mut Machine, &str) -> Result<(), String>),
+}
+
+/// One key of a machine file, declared once: parsing, ranges and errors come from
+/// this table.
+pub struct MachineKey {
+    pub name: &'static str,
+    /// Unit of an integer value (`ns`, `MiB`, `sectors`), empty for a count.
+    pub unit: &'static str,
+    pub value: KeyValue,
+    pub doc: &'static str,
+}
+
+/// Largest major number: `MAJORBITS` is 12 (`include/linux/kdev_t.h`).
+const MAX_MAJOR: u64 = (1 << 12) - 1;
+/// Largest minor number: `MINORBITS` is 20.
+const MAX_MINOR: u64 = (1 << 20) - 1;
+/// `CONFIG_NR_CPUS` tops out at 8192 (x86 `MAXSMP`).
+const MAX_CPUS: u64 = 8192;
+/// A CPU cost or wake-up latency above one second is not a machine.
+const MAX_COST_NS: u64 = 1_000_000_000;
+/// 4 PiB: x86-64's `MAX_PHYSMEM_BITS` of 52 (five-level paging).
+const MAX_MEM_MB: u64 = 1 << 32;
+
+const fn cost(name: &'static str, set: fn(&mut Machine, u64), doc: &'static str) -> MachineKey {
+    MachineKey {
+        name,
+        unit: "ns",
+        value: KeyValue::Int {
+            min: 0,
+            max: MAX_COST_NS,
+            set,
+        },
+        doc,
+    }
+}
+
+const fn int(
+    name: &'static str,
+    unit: &'static str,
+    (min, max): (u64, u64),
+    set: fn(&mut Machine, u64),
+    doc: &'static str,
+) -> MachineKey {
+    MachineKey {
+        name,
+        unit,
+        value: KeyValue::Int { min, max, set },
+        doc,
+    }
+}
+
+const fn text(
+    name: &'static str,
+    set: fn(&mut Machine, &str) -> Result<(), String>,
+    doc: &'static str,
+) -> MachineKey {
+    MachineKey {
+        name,
+        unit: "",
+        value: KeyValue::Text(set),
+        doc,
+    }
+}
+
+/// Every key of a machine file besides `base = PRESET`.
+pub const KEYS: &[MachineKey] = &[
+    text(
+        "device",
+        set_device,
+        "device model preset (`iostack-device` presets)",
+    ),
+    text(
+        "disk_name",
+        set_disk_name,
+        "name of the disk node under /dev (sda, dasdc)",
+    ),
+    text(
+        "mount",
+        set_mount,
+        "mount point of the file system (/mnt/test)",
+    ),
+    int(
+        "major",
+        "",
+        (0, MAX_MAJOR),
+        |m, v| m.disk.major = v as u32,
+        "disk's major number",
+    ),
+    int(
+        "minor",
+        "",
+        (0, MAX_MINOR),
+        |m, v| m.disk.minor = v as u32,
+        "disk's minor number",
+    ),
+    int(
+        "partition_start",
+        "sectors",
+        (0, u64::MAX >> 9),
+        |m, v| {
+            let minor = m.partition.map_or(m.disk.minor + 1, |p| p.0);
+            m.partition = Some((minor, v));
+        },
+        "first sector of partition 1 (must lie on the disk)",
+    ),
+    int(
+        "partition_minor",
+        "",
+        (0, MAX_MINOR),
+        |m, v| {
+            let start = m.partition.map_or(2048, |p| p.1);
+            m.partition = Some((v as u32, start));
+        },
+        "minor number of partition 1",
+    ),
+    text(
+        "partition",
+        set_partition,
+        "`none`: the file system is on the whole disk",
+    ),
+    text("fs", set_fs, "file system: ext2, ext3, ext4, xfs"),
+    text(
+        "fs_block_size",
+        set_fs_block_size,
+        "file-system block size: 1024, 2048, 4096",
+    ),
+    int(
+        "cpus",
+        "",
+        (1, MAX_CPUS),
+        |m, v| m.cpus = v as u32,
+        "number of CPUs",
+    ),
+    int(
+        "irq_cpu",
+        "",
+        (0, MAX_CPUS - 1),
+        |m, v| m.irq_cpu = v as u32,
+        "CPU taking the disk's interrupts (below cpus)",
+    ),
+    cost(
+        "cpu_syscall_ns",
+        |m, v| m.cpu_syscall_ns = v,
+        "CPU cost of entering read/write",
+    ),
+    cost(
+        "cpu_page_ns",
+        |m, v| m.cpu_page_ns = v,
+        "CPU cost per user page pinned for O_DIRECT",
+    ),
+    cost(
+        "cpu_bio_ns",
+        |m, v| m.cpu_bio_ns = v,
+        "CPU cost of one bio through submit_bio",
+    ),
+    cost(
+        "cpu_wake_ns",
+        |m, v| m.cpu_wake_ns = v,
+        "wake-up latency of a task whose I/O completed",
+    ),
+    cost(
+        "cpu_copy_page_ns",
+        |m, v| m.cpu_copy_page_ns = v,
+        "CPU cost of copying a page to or from the page cache",
+    ),
+    cost(
+        "cpu_wb_page_ns",
+        |m, v| m.cpu_wb_page_ns = v,
+        "CPU cost of one page through write_cache_pages",
+    ),
+    int(
+        "mem_mb",
+        "MiB",
+        (1, MAX_MEM_MB),
+        |m, v| m.mem_bytes = v << 20,
+        "memory (MemTotal)",
+    ),
+    int(
+        "mem_unavailable_mb",
+        "MiB",
+        (0, MAX_MEM_MB),
+        |m, v| m.mem_unavailable_bytes = v << 20,
+        "memory that is not page cache (below mem_mb)",
+    ),
+    text("scheduler", set_scheduler, "default I/O scheduler"),
+];
+
+fn set_device(m: &mut Machine, v: &str) -> Result<(), String> {
+    m.device = presets::lookup(v).ok_or_else(|| unknown_device(v).to_string())?;
+    m.device_preset = v.to_string();
+    Ok(())
+}
+
+fn set_disk_name(m: &mut Machine, v: &str) -> Result<(), String> {
+    let ok = !v.is_empty() && v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+    if !ok {
+        return Err(format!("'{v}' is not a device name like sda or dasdc"));
+    }
+    m.disk_name = v.to_string();
+    Ok(())
+}
+
+fn set_mount(m: &mut Machine, v: &str) -> Result<(), String> {
+    if !v.starts_with('/') || v.len() < 2 || v.ends_with('/') {
+        return Err(format!("'{v}' is not an absolute directory like /mnt/test"));
+    }
+    m.mount = v.to_string();
+    Ok(())
+}
+
+fn set_partition(m: &mut Machine, v: &str) -> Result<(), String> {
+    if v != "none" {
+        return Err(format!(
+            "'{v}': only 'none' (use partition_start and partition_minor for a partition)"
+        ));
+    }
+    m.partition = None;
+    Ok(())
+}
+
+fn set_fs(m: &mut Machine, v: &str) -> Result<(), String> {
+    m.fs = match v {
+        "ext2" => FsKind::Ext2,
+        "ext3" => FsKind::Ext3,
+        "ext4" => FsKind::Ext4,
+        "xfs" => FsKind::Xfs,
+        _ => return Err(format!("unsupported '{v}' (ext2, ext3, ext4, xfs)")),
+    };
+    Ok(())
+}
+
+fn set_fs_block_size(m: &mut Machine, v: &str) -> Result<(), String> {
+    m.fs_block_size = match v {
+        "1024" => 1024,
+        "2048" => 2048,
+        "4096" => 4096,
+        _ => return Err(format!("{v} is not 1024, 2048 or 4096")),
+    };
+    Ok(())
+}
+
+fn set_scheduler(m: &mut Machine, v: &str) -> Result<(), String> {
+    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+        return Err(format!("'{v}' is not a scheduler name"));
+    }
+    m.scheduler = v.to_string();
+    Ok(())
+}
+
+/// Parse an integer for a key with a declared range; a value outside the range
+/// (including one past u64) is refused, never wrapped or truncated.
+fn parse_int(v: &str, min: u64, max: u64, unit: &'static str) -> Result<u64, MachineErrorKind> {
+    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(MachineErrorKind::NotInteger(v.to_string()));
+    }
+    let range = || MachineErrorKind::OutOfRange {
+        value: v.to_string(),
+        min,
+        max,
+        unit,
+    };
+    let n: u64 = v.parse().map_err(|_| range())?;
+    if n < min || n > max {
+        return Err(range());
+    }
+    Ok(n)
+}
+
+/// Apply one `key = value` assignment (not `base`) to a machine.
+pub fn apply(m: &mut Machine, key: &str, value: &str) -> Result<(), MachineError> {
+    let err = |kind| MachineError::new(kind).key(key);
+    let Some(def) = KEYS.iter().find(|d| d.name == key) else {
+        return Err(err(MachineErrorKind::UnknownKey));
+    };
+    match def.value {
+        KeyValue::Int { min, max, set } => {
+            set(m, parse_int(value, min, max, def.unit).map_err(err)?)
+        }
+        KeyValue::Text(set) => set(m, value).map_err(|e| err(MachineErrorKind::Invalid(e)))?,
+    }
+    Ok(())
+}
+
+/// Split a machine-file line into `(key, value)`; `None` for a blank or comment
+/// line.
+pub fn split_line(raw: &str) -> Result<Option<(&str, &str)>, MachineError> {
+    let line = raw.split('#').next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let (k, v) = line
+        .split_once('=')
+        .ok_or_else(|| MachineError::new(MachineErrorKind::Syntax(line.to_string())))?;
+    Ok(Some((k.trim(), v.trim())))
+}
+
+/// Checks across keys, made once the whole machine is known.
+pub fn validate(m: &Machine) -> Result<(), MachineError> {
+    let bad =
+        |key: &str, msg: String| Err(MachineError::new(MachineErrorKind::Invalid(msg)).key(key));
+    if m.irq_cpu >= m.cpus {
+        return bad(
+            "irq_cpu",
+            format!("irq_cpu {} but only {} CPUs", m.irq_cpu, m.cpus),
+        );
+    }
+    if m.mem_unavailable_bytes >= m.mem_bytes {
+        return bad(
+            "mem_unavailable_mb",
+            format!(
+                "{} MiB leaves no page cache in {} MiB of memory",
+                m.mem_unavailable_bytes >> 20,
+                m.mem_bytes >> 20
+            ),
+        );
+    }
+    if let Some((minor, _)) = m.partition {
+        if u64::from(minor) > MAX_MINOR {
+            return bad(
+                "partition_minor",
+                format!("{minor} is out of range 0..={MAX_MINOR}"),
+            );
+        }
+        if minor == m.disk.minor {
+            return bad(
+                "partition_minor",
+                format!("{minor} is the disk's own minor number"),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Parse a machine file: `key = value` lines, `#` comments. `base = PRESET` (first)
-/// starts from a preset; every other key overrides one field.
+/// starts from a preset (else `sata-2009`); every other key overrides one field
+/// (`KEYS`).
 pub fn parse_file(path: &str, text: &str) -> Result<Machine, MachineError> {
     let mut m: Option<Machine> = None;
     for (i, raw) in text.lines().enumerate() {
-        let at = format!("{path}:{}", i + 1);
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
+        let at = |e: MachineError| e.at(path, Some(i + 1));
+        let Some((k, v)) = split_line(raw).map_err(at)? else {
             continue;
-        }
-        let err = |msg: String| MachineError {
-            at: at.clone(),
-            msg,
         };
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| err(format!("expected 'key = value', got '{line}'")))?;
-        let (k, v) = (k.trim(), v.trim());
         if k == "base" {
             if m.is_some() {
-                return Err(err("'base' must be the first key".into()));
+                return Err(at(MachineError::new(MachineErrorKind::BaseNotFirst)));
             }
-            m = Some(preset(v).map_err(|e| err(e.msg))?);
+            m = Some(preset(v).map_err(|e| at(e.key("base")))?);
             continue;
         }
         let mm = m.get_or_insert_with(|| preset("sata-2009").expect("built-in preset"));
-        let num = |v: &str| -> Result<u64, MachineError> {
-            v.parse::<u64>()
-                .map_err(|_| err(format!("key '{k}': expected an integer, got '{v}'")))
-        };
-        match k {
-            "device" => {
-                mm.device = presets::lookup(v)
-                    .ok_or_else(|| err(format!("key 'device': unknown device preset '{v}'")))?;
-                mm.device_preset = v.to_string();
-            }
-            "disk_name" => mm.disk_name = v.to_string(),
-            "mount" => {
-                if !v.starts_with('/') || v.len() < 2 || v.ends_with('/') {
-                    return Err(err(format!(
-                        "key 'mount': '{v}' is not an absolute directory like /mnt/test"
-                    )));
-                }
-                mm.mount = v.to_string();
-            }
-            "major" => mm.disk.major = num(v)? as u32,
-            "minor" => mm.disk.minor = num(v)? as u32,
-            "partition_start" => {
-                let minor = mm.partition.map(|p| p.0).unwrap_or(mm.disk.minor + 1);
-                mm.partition = Some((minor, num(v)?));
-            }
-            "partition_minor" => {
-                let start = mm.partition.map(|p| p.1).unwrap_or(2048);
-                mm.partition = Some((num(v)? as u32, start));
-            }
-            "partition" if v == "none" => mm.partition = None,
-            "fs" => {
-                mm.fs = match v {
-                    "ext2" => FsKind::Ext2,
-                    "ext3" => FsKind::Ext3,
-                    "ext4" => FsKind::Ext4,
-                    "xfs" => FsKind::Xfs,
-                    _ => {
-                        return Err(err(format!(
-                            "key 'fs': unsupported '{v}' (ext2, ext3, ext4, xfs)"
-                        )))
-                    }
-                }
-            }
-            "fs_block_size" => {
-                let b = num(v)?;
-                if !(b == 1024 || b == 2048 || b == 4096) {
-                    return Err(err(format!(
-                        "key 'fs_block_size': {b} is not 1024, 2048 or 4096"
-                    )));
-                }
-                mm.fs_block_size = b as u32;
-            }
-            "cpus" => mm.cpus = num(v)?.max(1) as u32,
-            "irq_cpu" => mm.irq_cpu = num(v)? as u32,
-            "cpu_syscall_ns" => mm.cpu_syscall_ns = num(v)?,
-            "cpu_page_ns" => mm.cpu_page_ns = num(v)?,
-            "cpu_bio_ns" => mm.cpu_bio_ns = num(v)?,
-            "cpu_wake_ns" => mm.cpu_wake_ns = num(v)?,
-            "cpu_copy_page_ns" => mm.cpu_copy_page_ns = num(v)?,
-            "cpu_wb_page_ns" => mm.cpu_wb_page_ns = num(v)?,
-            "mem_mb" => mm.mem_bytes = num(v)? << 20,
-            "mem_unavailable_mb" => mm.mem_unavailable_bytes = num(v)? << 20,
-            "scheduler" => mm.scheduler = v.to_string(),
-            _ => return Err(err(format!("unknown key '{k}'"))),
-        }
+        apply(mm, k, v).map_err(at)?;
     }
-    let mut m = m.ok_or_else(|| MachineError {
-        at: path.to_string(),
-        msg: "empty machine file".into(),
-    })?;
-    if m.irq_cpu >= m.cpus {
-        return Err(MachineError {
-            at: path.to_string(),
-            msg: format!("irq_cpu {} but only {} CPUs", m.irq_cpu, m.cpus),
-        });
-    }
+    let mut m = m.ok_or_else(|| MachineError::new(MachineErrorKind::Empty).at(path, None))?;
+    validate(&m).map_err(|e| e.at(path, None))?;
     m.name = path.to_string();
     Ok(m)
 }
@@ -384,7 +723,12 @@ mod tests {
             "m.txt:2: key 'cpus': expected an integer, got 'x'"
         );
         let e = parse_file("m.txt", "base = null\nbogus = 1\n").unwrap_err();
-        assert_eq!(e.to_string(), "m.txt:2: unknown key 'bogus'");
+        assert!(
+            e.to_string()
+                .starts_with("m.txt:2: unknown key 'bogus' (keys: base, device,"),
+            "{e}"
+        );
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("bogus")));
         let e = parse_file("m.txt", "base = null\nmount = rel\n").unwrap_err();
         assert!(e.to_string().starts_with("m.txt:2: key 'mount'"), "{e}");
         let m = parse_file("m.txt", "base = null\nmount = /mnt/sdc\n").unwrap();
@@ -402,5 +746,85 @@ mod tests {
         let m = parse_file("m.txt", "base = s390-ess\n# c\ncpu_bio_ns = 7\n").unwrap();
         assert_eq!(m.cpu_bio_ns, 7);
         assert_eq!(m.partition, Some((9, 192)));
+    }
+
+    /// Issue 11: `cpu_wake_ns = 18446744073709551615` overflowed simulated time.
+    #[test]
+    fn huge_wake_latency_is_refused_at_its_line() {
+        let e = parse_file(
+            "m.txt",
+            "base = null\n\ncpu_wake_ns = 18446744073709551615\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "m.txt:3: key 'cpu_wake_ns': 18446744073709551615 is out of range \
+             0..=1000000000 ns"
+        );
+        assert_eq!(
+            (e.file.as_deref(), e.line, e.key.as_deref()),
+            (Some("m.txt"), Some(3), Some("cpu_wake_ns"))
+        );
+        // One past u64 is out of range too, not "not an integer".
+        let e = parse_file("m.txt", "cpu_bio_ns = 18446744073709551616\n").unwrap_err();
+        assert!(matches!(e.kind, MachineErrorKind::OutOfRange { .. }), "{e}");
+    }
+
+    /// Issue 11: `mem_mb`, `cpus`, `major` and `minor` wrapped or truncated.
+    #[test]
+    fn values_that_would_wrap_are_refused() {
+        for (line, key) in [
+            ("mem_mb = 17592186044416", "mem_mb"),
+            ("mem_unavailable_mb = 17592186044416", "mem_unavailable_mb"),
+            ("cpus = 4294967297", "cpus"),
+            ("cpus = 0", "cpus"),
+            ("major = 4294967304", "major"),
+            ("major = 4096", "major"),
+            ("minor = 4294967296", "minor"),
+            ("partition_minor = 4294967297", "partition_minor"),
+            ("irq_cpu = 4294967296", "irq_cpu"),
+            ("partition_start = 18446744073709551615", "partition_start"),
+        ] {
+            let e = parse_file("w.m", &format!("base = null\n{line}\n")).unwrap_err();
+            assert_eq!((e.line, e.key.as_deref()), (Some(2), Some(key)), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("w.m:2: key '{key}': ")),
+                "{e}"
+            );
+            assert!(matches!(e.kind, MachineErrorKind::OutOfRange { .. }), "{e}");
+        }
+        // The largest values in range are kept exactly.
+        let m = parse_file(
+            "w.m",
+            "major = 4095\nminor = 1048575\npartition_minor = 1\ncpus = 8192\nmem_mb = 4294967296\n",
+        )
+        .unwrap();
+        assert_eq!((m.disk.major, m.disk.minor, m.cpus), (4095, 1048575, 8192));
+        assert_eq!(m.mem_bytes, 1 << 52);
+    }
+
+    #[test]
+    fn checks_across_keys_name_the_key() {
+        let e = parse_file("x.m", "base = null\nirq_cpu = 2\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.m: key 'irq_cpu': irq_cpu 2 but only 2 CPUs"
+        );
+        let e = parse_file("x.m", "mem_mb = 512\nmem_unavailable_mb = 512\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("mem_unavailable_mb"), "{e}");
+        let e = parse_file("x.m", "minor = 1\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("partition_minor"), "{e}");
+        let e = parse_file("x.m", "cpus = 2\nbase = null\n").unwrap_err();
+        assert_eq!(e.to_string(), "x.m:2: 'base' must be the first key");
+        let e = parse_file("x.m", "# nothing\n").unwrap_err();
+        assert_eq!(e.to_string(), "x.m: empty machine file");
+        let e = parse_file("x.m", "base = vax\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("x.m:1: key 'base': unknown machine 'vax'"),
+            "{e}"
+        );
+        let e = parse_file("x.m", "disk_name = ../sda\n").unwrap_err();
+        assert!(e.to_string().starts_with("x.m:1: key 'disk_name'"), "{e}");
     }
 }

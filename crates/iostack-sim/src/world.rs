@@ -14,7 +14,6 @@ use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
 use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
 use iostack_fs::{GetBlock, RawBdev};
 use iostack_mm::{FileRaState, Throttle, Vm, VmConfig, WbJob};
-use std::fmt;
 
 /// One completed I/O as a process saw it.
 #[derive(Clone, Copy, Debug)]
@@ -60,16 +59,7 @@ pub struct SimConfig {
     pub time_limit: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SimError(pub String);
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
+pub(crate) use crate::error::SimError;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {

@@ -489,7 +489,8 @@ fn read_sections(bytes: &[u8], path: &Path, env: &ParseEnv) -> Result<Vec<RawSec
 fn outside(path: &Path, line: usize, text: &str) -> FioError {
     let (name, value) = split_opt(text);
     FioError {
-        option: Some(name),
+        // A line such as `=x` names no option.
+        option: (!name.is_empty()).then_some(name),
         value: value.map(Into::into),
         ..FioError::new(
             path,
@@ -508,7 +509,7 @@ fn opt_error(
     msg: String,
 ) -> FioError {
     FioError {
-        option: Some(name.to_string()),
+        option: (!name.is_empty()).then(|| name.to_string()),
         value: value.map(Into::into),
         ..FioError::new(&raw.file, raw.line, kind, msg)
     }
@@ -615,6 +616,9 @@ fn apply_section(
                 let raw = &opts[p.idx];
                 let suggestion: Option<Box<str>> = closest_option(&p.name).map(Into::into);
                 let mut msg = format!("unknown option '{}'", p.name);
+                if p.name.is_empty() {
+                    msg = "no option name before '='".into();
+                }
                 if let Some(s) = &suggestion {
                     msg.push_str(&format!(" (did you mean '{s}'?)"));
                 }
