@@ -6,7 +6,9 @@
 //! decisions the kernel makes; the simulation's event loop drives it and turns its
 //! decisions into bios.
 
+pub mod bdp;
 pub mod bitmap;
+pub mod flusher;
 pub mod mapping;
 pub mod pagecache;
 pub mod readahead;
@@ -14,7 +16,9 @@ mod tunables;
 pub mod wbc;
 pub mod writeback;
 
+pub use bdp::BdpAction;
 pub use bitmap::PageBits;
+pub use flusher::FlusherNext;
 pub use mapping::AddressSpace;
 pub use pagecache::{BufBio, Vm, VmConfig, WbPages};
 pub use readahead::{ondemand_readahead, FileRaState, RaWindow};

@@ -20,6 +20,24 @@ pub struct Wbc {
 }
 
 impl Wbc {
+    /// `filemap_write_and_wait` of one mapping (fsync, fdatasync):
+    /// `WB_SYNC_ALL` over the whole file, no page quota.
+    pub fn for_fsync(map: u32) -> Wbc {
+        Wbc {
+            nr_to_write: i64::MAX,
+            nonblocking: false,
+            sync_all: true,
+            older_than: None,
+            range_cyclic: false,
+            only_map: Some(map),
+            encountered_congestion: false,
+            more_io: false,
+            written: 0,
+        }
+    }
+
+    /// A `range_cyclic` pass of `nr` pages (background, kupdate, or a throttled
+    /// dirtier's chunk); `nonblocking` gives up on a congested queue.
     pub fn cyclic(nr: u64, nonblocking: bool) -> Wbc {
         Wbc {
             nr_to_write: nr as i64,

@@ -14,8 +14,10 @@ use crate::world::Simulation;
 use iostack_block::{Bio, Submit};
 use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
-use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
+use iostack_mm::bdp::CONGESTION_WAIT;
+use iostack_mm::writeback::PAGEVEC_SIZE;
 use iostack_mm::{ondemand_readahead, RaWindow};
+use iostack_mm::{BdpAction, FlusherNext};
 use iostack_mm::{BufBio, FlusherState, Throttle, WbJob, WbStep, Wbc, Wcp};
 
 impl Simulation {
@@ -296,11 +298,7 @@ impl Simulation {
             self.evq.schedule(now, crate::world::Ev::BufDone(pi));
             return;
         }
-        let ratelimit = if self.vm.dirty_exceeded {
-            8
-        } else {
-            self.vm.cfg.ratelimit
-        };
+        let ratelimit = self.vm.ratelimit();
         let p = &self.procs[pi as usize];
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
@@ -332,16 +330,7 @@ impl Simulation {
         if p.dirtied_since_check >= ratelimit {
             let dirtied = p.dirtied_since_check;
             p.dirtied_since_check = 0;
-            let chunk = iostack_mm::writeback::write_chunk(
-                self.vm.cfg.ratelimit,
-                dirtied,
-                self.vm.cfg.v2632_chunk,
-            );
-            p.throttle = Some(Throttle {
-                write_chunk: chunk,
-                pages_written: 0,
-                job: None,
-            });
+            p.throttle = Some(Throttle::new(&self.vm, dirtied));
         }
         self.vm.reclaim();
         self.charge_sys(TaskId(pi), cost);
@@ -357,12 +346,14 @@ impl Simulation {
         }
     }
 
-    /// `balance_dirty_pages` for a dirtying task, one step at a time.
+    /// `balance_dirty_pages` for a dirtying task, one step at a time: the
+    /// decisions are mm's (`Throttle::next`, `Throttle::job_done`); the task's
+    /// own writeback runs as its steps.
     pub(crate) fn throttle_step(&mut self, task: TaskId, now: Instant) {
-        let l = self.vm.cfg.limits;
         loop {
-            let th = self.throttle_of(task).as_mut().unwrap();
-            if th.job.is_some() {
+            let mut th = self.throttle_of(task).take().expect("throttled task");
+            let action = if th.job.is_some() {
+                *self.throttle_of(task) = Some(th);
                 match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
                         self.charge_sys(task, d);
@@ -371,64 +362,35 @@ impl Simulation {
                     }
                     WbStep::Sleep => return,
                     WbStep::Finished => {
-                        let th = self.throttle_of(task).as_mut().unwrap();
-                        let job = th.job.take().unwrap();
-                        th.pages_written += job.wbc.written;
-                        let done = th.pages_written >= th.write_chunk;
-                        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-                        if dirty <= l.dirty || done {
-                            self.throttle_exit(task, now);
-                            return;
-                        }
-                        // congestion_wait(WRITE, HZ/10).
-                        self.congestion_wait(task, now);
-                        return;
+                        th = self.throttle_of(task).take().expect("throttled task");
+                        th.job_done(&mut self.vm)
                     }
                 }
+            } else {
+                th.next(&mut self.vm)
+            };
+            match action {
+                BdpAction::Exit { kick_background } => {
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.schedule_task(task, now);
+                    return;
+                }
+                BdpAction::Wait {
+                    timeout,
+                    kick_background,
+                } => {
+                    *self.throttle_of(task) = Some(th);
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.congestion_wait_for(task, now, timeout);
+                    return;
+                }
+                BdpAction::Write => *self.throttle_of(task) = Some(th),
             }
-            let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-            if dirty <= l.dirty || dirty < (l.background + l.dirty) / 2 {
-                self.throttle_exit(task, now);
-                return;
-            }
-            self.vm.dirty_exceeded = true;
-            if self.vm.cfg.io_less {
-                // 3.2+: the task never writes; it pauses (at most 200 ms) while
-                // the flusher works, then looks again.
-                self.kick_background(now);
-                let max_pause = Duration(200_000_000);
-                self.congestion_wait_for(task, now, max_pause);
-                return;
-            }
-            if self.vm.nr_dirty == 0 {
-                self.congestion_wait(task, now);
-                return;
-            }
-            // The dirtier writes back write_chunk pages of its bdi itself.
-            let th = self.throttle_of(task).as_mut().unwrap();
-            let chunk = th.write_chunk;
-            th.job = Some(WbJob::new(Wbc::cyclic(chunk, false)));
         }
-    }
-
-    fn throttle_exit(&mut self, task: TaskId, now: Instant) {
-        let l = self.vm.cfg.limits;
-        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-        if dirty < l.dirty {
-            self.vm.dirty_exceeded = false;
-        }
-        *self.throttle_of(task) = None;
-        // pdflush_operation(background_writeout) / bdi_start_writeback, unless
-        // the flusher is already working this bdi.
-        if self.vm.nr_dirty > l.background {
-            self.kick_background(now);
-        }
-        self.schedule_task(task, now);
-    }
-
-    fn congestion_wait(&mut self, task: TaskId, now: Instant) {
-        let d = Duration(1_000_000_000 / 10);
-        self.congestion_wait_for(task, now, d);
     }
 
     /// Sleep until write congestion clears or the timeout passes.
@@ -457,18 +419,7 @@ impl Simulation {
 
     /// `filemap_write_and_wait` on the task's file (fsync, fdatasync, end_fsync).
     pub(crate) fn start_fsync(&mut self, pi: u32, map: u32) {
-        let wbc = Wbc {
-            nr_to_write: i64::MAX,
-            nonblocking: false,
-            sync_all: true,
-            older_than: None,
-            range_cyclic: false,
-            only_map: Some(map),
-            encountered_congestion: false,
-            more_io: false,
-            written: 0,
-        };
-        self.procs[pi as usize].fsync = Some(WbJob::new(wbc));
+        self.procs[pi as usize].fsync = Some(WbJob::new(Wbc::for_fsync(map)));
     }
 
     /// One step of an fsync: write the file's dirty pages, then wait for them.
@@ -502,119 +453,57 @@ impl Simulation {
 
     // ---------------------------------------------------------------- flusher
 
-    /// Start background writeback if the flusher is idle (`pdflush_operation(
-    /// background_writeout)`, `bdi_start_background_writeback`).
+    /// Start background writeback if the flusher is idle (mm's
+    /// `Vm::kick_background`), and wake it.
     pub(crate) fn kick_background(&mut self, now: Instant) {
-        if matches!(self.vm.flusher_state, FlusherState::Idle) {
-            self.vm.flusher_state = FlusherState::Running {
-                kupdate: false,
-                job: Box::new(WbJob::new(Wbc::cyclic(
-                    MAX_WRITEBACK_PAGES,
-                    self.vm.cfg.pdflush,
-                ))),
-                budget: 0,
-            };
+        if self.vm.kick_background() {
             self.schedule_task(self.vm.flusher, now);
         }
     }
 
     /// The periodic wakeup (`wb_kupdate` / `wb_check_old_data_flush`).
     pub(crate) fn flusher_timer(&mut self, now: Instant) {
-        if self.cfg_interval().0 == 0 {
+        let interval = self.vm.cfg.interval;
+        if interval.0 == 0 {
             return;
         }
-        if matches!(self.vm.flusher_state, FlusherState::Idle) && self.vm.nr_dirty > 0 {
-            let budget = self.vm.nr_dirty as i64;
-            let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
-            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
-            self.vm.flusher_state = FlusherState::Running {
-                kupdate: true,
-                job: Box::new(WbJob::new(wbc)),
-                budget,
-            };
+        if self.vm.kupdate_timer(now) {
             self.schedule_task(self.vm.flusher, now);
         }
         if self.any_proc_alive() {
             self.evq
-                .schedule(now + self.cfg_interval(), crate::world::Ev::WritebackTimer);
+                .schedule(now + interval, crate::world::Ev::WritebackTimer);
         }
     }
 
-    fn cfg_interval(&self) -> Duration {
-        self.vm.cfg.interval
-    }
-
-    /// One step of the flusher thread.
+    /// One step of the flusher thread: a step of its pass, or what follows a
+    /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
     pub(crate) fn flusher_step(&mut self, now: Instant) {
+        let flusher = self.vm.flusher;
         match &self.vm.flusher_state {
             FlusherState::Idle => return,
             FlusherState::Waiting { kupdate, budget } => {
                 let (k, b) = (*kupdate, *budget);
-                self.next_flusher_pass(k, b, now);
+                self.vm.start_flusher_pass(k, b, now);
+                self.schedule_task(flusher, now);
                 return;
             }
             FlusherState::Running { .. } => {}
         }
-        let flusher = self.vm.flusher;
         match self.wb_step(flusher, now) {
             WbStep::Continue(d) => self.schedule_task(flusher, now + d),
             WbStep::Sleep => {}
             WbStep::Finished => {
-                let FlusherState::Running {
-                    kupdate,
-                    job,
-                    budget,
-                } = std::mem::replace(&mut self.vm.flusher_state, FlusherState::Idle)
-                else {
-                    unreachable!()
-                };
-                let budget = budget - job.wbc.written as i64;
-                let full = job.wbc.nr_to_write <= 0;
-                let l = self.vm.cfg.limits;
-                let more = if kupdate {
-                    budget > 0
-                } else {
-                    self.vm.nr_dirty > l.background
-                };
-                if !more || self.vm.nr_dirty == 0 || !self.any_proc_alive() {
-                    self.flusher_idle(now);
-                    return;
-                }
-                if full {
-                    self.next_flusher_pass(kupdate, budget, now);
-                } else if job.wbc.encountered_congestion || job.wbc.more_io {
-                    // congestion_wait(WRITE, HZ/10), then another pass.
-                    self.vm.flusher_state = FlusherState::Waiting { kupdate, budget };
-                    self.congestion_wait(flusher, now);
-                } else {
-                    self.flusher_idle(now);
+                let alive = self.any_proc_alive();
+                match self.vm.flusher_pass_done(now, alive) {
+                    FlusherNext::Run => self.schedule_task(flusher, now),
+                    FlusherNext::CongestionWait => {
+                        self.congestion_wait_for(flusher, now, CONGESTION_WAIT)
+                    }
+                    FlusherNext::Idle => {}
                 }
             }
         }
-    }
-
-    fn flusher_idle(&mut self, now: Instant) {
-        self.vm.flusher_state = FlusherState::Idle;
-        // 2.6.32 wb_check_background_flush: keep going while over the threshold.
-        if !self.vm.cfg.pdflush
-            && self.vm.nr_dirty > self.vm.cfg.limits.background
-            && self.any_proc_alive()
-        {
-            self.kick_background(now);
-        }
-    }
-
-    fn next_flusher_pass(&mut self, kupdate: bool, budget: i64, now: Instant) {
-        let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
-        if kupdate {
-            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
-        }
-        self.vm.flusher_state = FlusherState::Running {
-            kupdate,
-            job: Box::new(WbJob::new(wbc)),
-            budget,
-        };
-        self.schedule_task(self.vm.flusher, now);
     }
 
     // ---------------------------------------------------------------- writeback

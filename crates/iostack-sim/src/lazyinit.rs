@@ -39,11 +39,7 @@ impl Simulation {
         let Some(&(start, len)) = lz.ranges.get(lz.idx) else {
             return;
         };
-        let ratelimit = if self.vm.dirty_exceeded {
-            8
-        } else {
-            self.vm.cfg.ratelimit
-        };
+        let ratelimit = self.vm.ratelimit();
         let n = (len - lz.off)
             .min(ratelimit.saturating_sub(lz.dirtied_since))
             .max(1);
@@ -61,16 +57,7 @@ impl Simulation {
         if self.lazy.dirtied_since >= ratelimit {
             let dirtied = self.lazy.dirtied_since;
             self.lazy.dirtied_since = 0;
-            let chunk = iostack_mm::writeback::write_chunk(
-                self.vm.cfg.ratelimit,
-                dirtied,
-                self.vm.cfg.v2632_chunk,
-            );
-            self.lazy.throttle = Some(Throttle {
-                write_chunk: chunk,
-                pages_written: 0,
-                job: None,
-            });
+            self.lazy.throttle = Some(Throttle::new(&self.vm, dirtied));
         }
         self.vm.reclaim();
         self.schedule_task(task, now + cost);
