@@ -7,9 +7,11 @@
 //! dispatch pulled by the driver up to the device's queue depth, completion, and
 //! every blktrace action point. Scheduling policy lives behind [`Elevator`]; the
 //! policies themselves are in `iostack-iosched`, which depends on this crate and
-//! never the reverse. A blk-mq path will sit beside [`RequestQueue`] later.
+//! never the reverse. The layers above see a queue through [`BlockQueue`]; a
+//! blk-mq path and a 2.4 one will sit beside [`RequestQueue`] behind it.
 
 mod bio;
+mod blockqueue;
 mod elevator;
 mod limits;
 mod queue;
@@ -18,6 +20,7 @@ pub use iostack_core::Slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};
+pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{

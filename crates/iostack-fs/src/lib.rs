@@ -15,6 +15,7 @@ pub mod ext2;
 pub mod ext4;
 pub mod extent_fs;
 pub mod mballoc;
+pub mod mount;
 mod rawdev;
 pub mod xfs;
 

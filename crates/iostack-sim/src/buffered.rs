@@ -8,12 +8,12 @@
 //! of copied pages) per step, paying the CPU cost of that work in virtual time, so
 //! two writeback callers on one inode interleave as they do on two CPUs.
 
-use crate::fsys::WritepageKind;
 use crate::task::{Blocked, KThread, TaskKind};
 use crate::world::Simulation;
 use iostack_block::{Bio, Submit};
 use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
+use iostack_fs::mount::WritepageKind;
 use iostack_mm::bdp::CONGESTION_WAIT;
 use iostack_mm::writeback::PAGEVEC_SIZE;
 use iostack_mm::{ondemand_readahead, RaWindow};

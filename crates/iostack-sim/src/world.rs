@@ -3,15 +3,17 @@
 //! loop drives. Events are ordered by (time, insertion sequence), so a run is a pure
 //! function of its configuration and seed.
 
-use crate::fsys::SimFs;
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
 use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
-use iostack_block::{Bio, BlockOut, Partition, QueueConfig, QueueEvent, RequestQueue, Submit};
+use iostack_block::{
+    Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
+};
 use iostack_core::{BioOwner, DevT, EndIo, ReqFlags, TaskId, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
 use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
+use iostack_fs::mount::MountedFs;
 use iostack_fs::{GetBlock, RawBdev};
 use iostack_mm::{FileRaState, Throttle, Vm, VmConfig, WbJob};
 
@@ -145,8 +147,9 @@ pub(crate) struct Proc {
 pub struct Simulation {
     pub(crate) cfg: SimConfig,
     pub(crate) evq: EventQueue<Ev>,
-    pub(crate) queue: RequestQueue,
-    pub(crate) fs: Box<dyn SimFs>,
+    /// The block layer, behind its era-independent interface.
+    pub(crate) queue: Box<dyn BlockQueue>,
+    pub(crate) fs: Box<dyn MountedFs>,
     raw: RawBdev,
     pub(crate) procs: Vec<Proc>,
     /// Every task: process `i` is `TaskId(i)`, the kernel threads follow.
@@ -249,7 +252,7 @@ impl Simulation {
         qcfg.kblockd_pid = 40;
         qcfg.kblockd_cpu = m.irq_cpu;
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue = RequestQueue::new(qcfg.clone(), elv, dev);
+        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
@@ -537,17 +540,13 @@ impl Simulation {
         if !self.tasks.processes_alive() {
             assert!(
                 self.queue.idle(),
-                "block layer not idle after all processes finished: {} requests, plugged \
-                 {}, flusher {:?}, bios pending {}, lazyinit throttled {}, congestion \
-                 waiters {:?}, sleepers {:?}, stats {:?}",
-                self.queue.allocated(),
-                self.queue.is_plugged(),
+                "block layer not idle after all processes finished: {}, flusher {:?}, bios \
+                 pending {}, lazyinit throttled {}, congestion waiters {:?}",
+                self.queue.busy_summary(),
                 std::mem::discriminant(&self.vm.flusher_state),
                 self.tasks.pending_bios(),
                 self.lazy.throttle.is_some(),
                 self.vm.congestion_waiters,
-                self.queue.sleepers(),
-                self.queue.stats(),
             );
         }
         let mut files: Vec<crate::stats::FileLayout> = Vec::new();

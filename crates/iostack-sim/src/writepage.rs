@@ -5,11 +5,11 @@
 //! concurrent writeback callers. The walk itself (`write_cache_pages`, the inode
 //! lists, the actors) is in `buffered.rs`.
 
-use crate::fsys::WritepageKind;
 use crate::task::Blocked;
 use crate::world::Simulation;
 use iostack_core::TaskId;
 use iostack_des::Instant;
+use iostack_fs::mount::WritepageKind;
 use iostack_fs::FileExtent;
 use iostack_mm::{FlusherState, Wcp};
 
