@@ -17,6 +17,7 @@ pub mod extent_fs;
 pub mod mballoc;
 pub mod mount;
 mod rawdev;
+pub mod writepage;
 pub mod xfs;
 
 pub use extent_fs::{ExtentFs, FileExtent};

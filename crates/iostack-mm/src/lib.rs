@@ -23,7 +23,7 @@ pub use mapping::AddressSpace;
 pub use pagecache::{BufBio, Vm, VmConfig, WbPages};
 pub use readahead::{ondemand_readahead, FileRaState, RaWindow};
 pub use tunables::TUNABLES;
-pub use wbc::{FlusherState, Throttle, WbJob, WbStep, Wbc, Wcp};
+pub use wbc::{FlusherState, PageRun, Throttle, WbJob, WbStep, Wbc, Wcp};
 pub use writeback::{DirtyConfig, DirtyLimits};
 
 /// `PAGE_CACHE_SIZE`.

@@ -213,4 +213,29 @@ impl Vm {
             self.b_io.push_back(m);
         }
     }
+
+    /// `clear_page_dirty_for_io` + `set_page_writeback`.
+    pub fn take_page(&mut self, map: usize, page: u64) {
+        let m = &mut self.maps[map];
+        if m.dirty.clear(page) {
+            self.nr_dirty -= 1;
+        }
+        if m.writeback.set(page) {
+            self.nr_writeback += 1;
+        }
+    }
+
+    /// `redirty_page_for_writepage` on pages taken by `take_page` whose write did
+    /// not start: dirty again, no longer under writeback.
+    pub fn redirty_pages(&mut self, map: usize, first: u64, end: u64) {
+        let m = &mut self.maps[map];
+        for p in first..end {
+            if m.writeback.clear(p) {
+                self.nr_writeback -= 1;
+            }
+            if m.dirty.set(p) {
+                self.nr_dirty += 1;
+            }
+        }
+    }
 }

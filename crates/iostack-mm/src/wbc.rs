@@ -5,6 +5,14 @@
 
 use iostack_des::{Duration, Instant};
 
+/// Pages written by one bio: first page, pages, first block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRun {
+    pub first: u64,
+    pub pages: u64,
+    pub pblk: u64,
+}
+
 /// The arguments of one writeback pass (`struct writeback_control`).
 #[derive(Clone, Copy, Debug)]
 pub struct Wbc {
@@ -66,7 +74,7 @@ pub struct Wcp {
     pub done_index: u64,
     pub owns_isync: bool,
     /// The open bio of a multi-page writer: (first page, pages, first block).
-    pub bio: Option<(u64, u64, u64)>,
+    pub bio: Option<PageRun>,
     /// ext4: the extent of delalloc pages being collected (`mpd.first_page`,
     /// `mpd.next_page`), whether it was written (`io_done`), pages written.
     pub ext: Option<(u64, u64)>,

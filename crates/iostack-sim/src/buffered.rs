@@ -720,7 +720,7 @@ impl Simulation {
                     stop = true;
                     break;
                 }
-                self.take_page(map, p);
+                self.vm.take_page(map, p);
                 self.writepage(task, &mut w, kind, p, now);
                 cost += self.vm.cfg.wb_page_ns;
                 let job = self.job_of(task);
@@ -731,8 +731,8 @@ impl Simulation {
             w.done_index = w.done_index.max(p);
             w.cluster = if stop { None } else { Some(p) };
             if w.cluster.is_none() {
-                if let Some((first, n, pb)) = w.bio.take() {
-                    self.queue_page_bios(task, w.map, first, n, pb, true, now);
+                if let Some(r) = w.bio.take() {
+                    self.queue_run(task, w.map, r, now);
                 }
             }
             let job = self.job_of(task);
@@ -851,10 +851,10 @@ impl Simulation {
                 }
                 // clear_page_dirty_for_io; the page stays locked in the extent
                 // (its dirty tag set) until mpage_da_submit_io.
-                self.take_page(map, page);
+                self.vm.take_page(map, page);
                 self.vm.maps[map].wb_locked.set(page);
             } else {
-                self.take_page(map, page);
+                self.vm.take_page(map, page);
                 self.writepage(task, &mut w, kind, page, now);
             }
             cost += self.vm.cfg.wb_page_ns;
@@ -897,8 +897,8 @@ impl Simulation {
         } else {
             self.fs.writepage_kind()
         };
-        if let Some((first, n, pb)) = w.bio.take() {
-            self.queue_page_bios(task, map, first, n, pb, true, now);
+        if let Some(r) = w.bio.take() {
+            self.queue_run(task, map, r, now);
         }
         let mut again = false;
         if let Some((first, next)) = w.ext {
