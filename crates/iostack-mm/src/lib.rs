@@ -12,6 +12,7 @@ pub mod flusher;
 pub mod mapping;
 pub mod pagecache;
 pub mod readahead;
+pub mod sync_inodes;
 mod tunables;
 pub mod wbc;
 pub mod writeback;

@@ -565,121 +565,21 @@ impl Simulation {
         WbStep::Continue(Duration(cost.max(1)))
     }
 
-    /// Choose the next inode of a pass, and start `write_cache_pages` on it.
+    /// Choose the next inode of a pass, and start `write_cache_pages` on it
+    /// (mm's `Vm::next_inode`).
     fn wb_next_inode(&mut self, task: TaskId, _now: Instant) -> Option<Wcp> {
         let is_flusher = task == self.vm.flusher;
-        loop {
-            let job = self.job_of(task);
-            let wbc = job.wbc;
-            if wbc.nr_to_write <= 0 {
-                return None;
-            }
-            if let Some(map) = wbc.only_map {
-                // fsync: one pass over this mapping only.
-                if job.queued {
-                    return None;
-                }
-                job.queued = true;
-                return Some(self.wcp_begin(task, map, false, is_flusher));
-            }
-            if !job.queued {
-                job.queued = true;
-                self.vm.queue_io(wbc.older_than);
-            }
-            if wbc.nonblocking && self.queue.congested(false) {
-                self.job_of(task).wbc.encountered_congestion = true;
-                return None;
-            }
-            if !self.job_of(task).saw_locked {
-                self.job_of(task).saw_locked = true;
-                let held = self
-                    .vm
-                    .syncing
-                    .iter()
-                    .copied()
-                    .find(|&m| self.vm.i_sync[m as usize].is_some_and(|h| h != task));
-                if let Some(map) = held {
-                    // __writeback_single_inode on an I_SYNC inode: requeue_io,
-                    // and in 2.6.28 still "start some of the data writeout".
-                    if !self.vm.b_more_io.contains(&map) {
-                        self.vm.b_more_io.push_back(map);
-                    }
-                    self.job_of(task).wbc.more_io = true;
-                    if self.vm.cfg.write_locked_inodes && self.vm.maps[map as usize].nr_dirty() > 0
-                    {
-                        return Some(self.wcp_begin(task, map, false, is_flusher));
-                    }
-                }
-            }
-            let map = self
-                .vm
-                .b_io
-                .pop_back()
-                .or_else(|| self.vm.b_io.pop_front())?;
-            if let Some(t) = wbc.older_than {
-                let when = self.vm.maps[map as usize]
-                    .dirtied_when
-                    .unwrap_or(Instant::ZERO);
-                if when > t {
-                    self.vm.b_dirty.push_front(map);
-                    return None;
-                }
-            }
-            if self.vm.maps[map as usize].nr_dirty() == 0 {
-                self.vm.maps[map as usize].dirtied_when = None;
-                continue;
-            }
-            match self.vm.i_sync[map as usize] {
-                Some(holder) if holder != task => {
-                    // __writeback_single_inode on an I_SYNC inode: requeue_io, and
-                    // in 2.6.28 still "start some of the data writeout".
-                    self.vm.b_more_io.push_back(map);
-                    self.job_of(task).wbc.more_io = true;
-                    if self.vm.cfg.write_locked_inodes {
-                        return Some(self.wcp_begin(task, map, false, is_flusher));
-                    }
-                    continue;
-                }
-                _ => return Some(self.wcp_begin(task, map, true, is_flusher)),
-            }
-        }
+        let congested = self.queue.congested(false);
+        let idle = WbJob::new(Wbc::cyclic(0, false));
+        let mut job = std::mem::replace(self.job_of(task), idle);
+        let w = self.vm.next_inode(&mut job, task, is_flusher, congested);
+        *self.job_of(task) = job;
+        w
     }
 
     fn wcp_begin(&mut self, task: TaskId, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
-        if take_isync && self.vm.i_sync[map as usize].is_none() {
-            self.vm.i_sync[map as usize] = Some(task);
-            self.vm.syncing.push(map);
-        }
         let cyclic = self.job_of(task).wbc.range_cyclic;
-        let m = &self.vm.maps[map as usize];
-        let start = if !cyclic || (self.vm.cfg.flusher_only_index && !is_flusher) {
-            0
-        } else {
-            m.writeback_index
-        };
-        Wcp {
-            map,
-            index: start,
-            end: u64::MAX,
-            start,
-            scanned: !cyclic || start == 0,
-            cycled: !cyclic || start == 0,
-            done: false,
-            done_index: start,
-            owns_isync: take_isync,
-            bio: None,
-            ext: None,
-            io_done: false,
-            extent_tail: false,
-            mpd_written: 0,
-            da_start: start,
-            da_written: 0,
-            pvec: Vec::with_capacity(PAGEVEC_SIZE as usize),
-            pvec_pos: 0,
-            cluster: None,
-            lock_wait: None,
-            skipped: 0,
-        }
+        self.vm.wcp_begin(cyclic, task, map, take_isync, is_flusher)
     }
 
     /// One `pagevec_lookup_tag` batch of `write_cache_pages` and the writepage
