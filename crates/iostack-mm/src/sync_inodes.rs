@@ -148,4 +148,74 @@ impl Vm {
             skipped: 0,
         }
     }
+
+    /// The end of `__sync_single_inode` for the caller that held `I_SYNC`:
+    /// release it and place the inode anew: still dirty with the caller's quota
+    /// used up, `requeue_io` (to `b_more_io`; returns true, the pass has more
+    /// to do); still dirty otherwise, `redirty_tail` (to `b_dirty`); clean, off
+    /// the lists.
+    pub fn inode_written(&mut self, map: u32, quota_left: bool) -> bool {
+        self.i_sync[map as usize] = None;
+        self.syncing.retain(|&m| m != map);
+        // The inode leaves whatever list it is on and is placed anew.
+        self.b_more_io.retain(|&m| m != map);
+        self.b_io.retain(|&m| m != map);
+        self.b_dirty.retain(|&m| m != map);
+        if self.maps[map as usize].nr_dirty() == 0 {
+            self.maps[map as usize].dirtied_when = None;
+            return false;
+        }
+        if quota_left {
+            self.b_dirty.push_back(map);
+            false
+        } else {
+            self.b_more_io.push_back(map);
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bdp::tests::vm;
+    use crate::wbc::Wbc;
+
+    #[test]
+    fn a_pass_takes_an_inode_under_i_sync_and_requeues_it_by_quota() {
+        let mut vm = vm(false);
+        let map = vm.map_of(12, 100);
+        let newly = vm.maps[map as usize].write_pages(0, 10, Instant::ZERO);
+        vm.account_dirtied(map, newly, Instant::ZERO);
+        let mut job = WbJob::new(Wbc::cyclic(4, false));
+        let w = vm.next_inode(&mut job, TaskId(0), false, false);
+        let w = w.expect("the dirty inode");
+        assert_eq!((w.map, w.owns_isync), (map, true));
+        assert_eq!(vm.i_sync[map as usize], Some(TaskId(0)));
+        // Another caller meets the inode under I_SYNC: requeue_io, no write
+        // (2.6.32 rules, write_locked_inodes off).
+        let mut other = WbJob::new(Wbc::cyclic(4, false));
+        vm.b_io.push_back(map);
+        assert!(vm.next_inode(&mut other, TaskId(1), true, false).is_none());
+        assert!(other.wbc.more_io);
+        // Quota used up with pages still dirty: requeue_io.
+        assert!(vm.inode_written(map, false));
+        assert_eq!(vm.i_sync[map as usize], None);
+        assert_eq!(vm.b_more_io.iter().copied().collect::<Vec<_>>(), vec![map]);
+        // Quota left: redirty_tail.
+        assert!(!vm.inode_written(map, true));
+        assert_eq!(vm.b_dirty.iter().copied().collect::<Vec<_>>(), vec![map]);
+        assert!(vm.b_more_io.is_empty());
+    }
+
+    #[test]
+    fn fsync_writes_its_mapping_once_from_the_start() {
+        let mut vm = vm(false);
+        let map = vm.map_of(12, 100);
+        vm.maps[map as usize].writeback_index = 50;
+        let mut job = WbJob::new(Wbc::for_fsync(map));
+        let w = vm.next_inode(&mut job, TaskId(0), false, false).unwrap();
+        assert_eq!((w.map, w.index, w.owns_isync), (map, 0, false));
+        assert!(vm.next_inode(&mut job, TaskId(0), false, false).is_none());
+    }
 }

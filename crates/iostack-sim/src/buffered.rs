@@ -886,26 +886,9 @@ impl Simulation {
             return;
         }
         if w.owns_isync {
-            self.vm.i_sync[map as usize] = None;
-            self.vm.syncing.retain(|&m| m != map);
-            // The inode leaves whatever list it is on and is placed anew.
-            self.vm.b_more_io.retain(|&m| m != map);
-            self.vm.b_io.retain(|&m| m != map);
-            self.vm.b_dirty.retain(|&m| m != map);
-            let m = &self.vm.maps[map as usize];
-            if m.nr_dirty() > 0 {
-                {
-                    if self.job_of(task).wbc.nr_to_write <= 0 {
-                        // Quota used up: requeue_io.
-                        self.vm.b_more_io.push_back(map);
-                        self.job_of(task).wbc.more_io = true;
-                    } else {
-                        // redirty_tail.
-                        self.vm.b_dirty.push_back(map);
-                    }
-                }
-            } else {
-                self.vm.maps[map as usize].dirtied_when = None;
+            let quota_left = self.job_of(task).wbc.nr_to_write > 0;
+            if self.vm.inode_written(map, quota_left) {
+                self.job_of(task).wbc.more_io = true;
             }
         }
         self.job_of(task).cur = None;
