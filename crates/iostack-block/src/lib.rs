@@ -5,7 +5,9 @@
 //! plugging with its timer, back/front merging through the last-merge cache and the
 //! back-merge hash, request allocation with its limits and sleeping submitters,
 //! dispatch pulled by the driver up to the device's queue depth, completion, and
-//! every blktrace action point. Scheduling policy lives behind [`Elevator`]; the
+//! every blktrace action point, and cache flush / FUA sequencing per kernel era
+//! (`flush.rs`: 2.6.28-2.6.36 barriers, 2.6.37's `blk_do_flush`, 2.6.39+'s
+//! `blk_insert_flush`). Scheduling policy lives behind [`Elevator`]; the
 //! policies themselves are in `iostack-iosched`, which depends on this crate and
 //! never the reverse. The layers above see a queue through [`BlockQueue`]; a
 //! blk-mq path and a 2.4 one will sit beside [`RequestQueue`] behind it.
@@ -24,7 +26,8 @@ pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{
-    BlockOut, CompletedBio, Ctx, QueueConfig, QueueEvent, QueueStats, RequestQueue, Submit,
+    BlockOut, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats, RequestQueue,
+    Submit,
 };
-pub use request::{Request, RequestPool, RqId};
+pub use request::{FlushRole, Request, RequestPool, RqId};
 pub use tunables::TUNABLES;

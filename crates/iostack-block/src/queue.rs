@@ -6,14 +6,19 @@
 use crate::bio::{Bio, BioId, BioSlab};
 use crate::elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 use crate::limits::{Partition, QueueLimits};
-use crate::request::{Request, RequestPool, RqId};
+use crate::request::{FlushRole, Request, RequestPool, RqId};
 use iostack_core::{
-    Action, BioOwner, DevT, Pdu, ReqFlags, Sector, TaskId, TraceRecord, Tracer, Tunables,
+    Action, BioOwner, DevT, Pdu, ReqFlags, Sector, TaskId, TraceMask, TraceRecord, Tracer, Tunables,
 };
 use iostack_des::{Duration, Instant};
 use iostack_device::{Device, DeviceCmd};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+
+#[path = "flush.rs"]
+mod flush;
+pub use flush::FlushEra;
+use flush::FlushState;
 
 /// Multiplicative hash for sector keys (`hash_long` in the kernel's `elv_rqhash`);
 /// lookups only, never iterated, so order cannot leak into results.
@@ -55,6 +60,10 @@ pub struct QueueConfig {
     /// Task that runs kblockd work (unplug work after the timer).
     pub kblockd_pid: u32,
     pub kblockd_cpu: u32,
+    /// Which flush/barrier code the kernel runs (`FlushEra::of` the profile).
+    pub flush_era: FlushEra,
+    /// The flags its blktrace records (`TraceMask::of` the profile).
+    pub trace_mask: TraceMask,
 }
 
 impl QueueConfig {
@@ -90,6 +99,8 @@ impl QueueConfig {
             irq_cpu: 0,
             kblockd_pid: 0,
             kblockd_cpu: 0,
+            flush_era: FlushEra::of(t.profile()),
+            trace_mask: TraceMask::of(t.profile()),
         }
     }
 }
@@ -190,15 +201,6 @@ struct Waiter {
     bio: BioId,
 }
 
-/// The fields of a finishing request that completion reads.
-struct Done {
-    fifo_time: Instant,
-    write: bool,
-    bio_head: BioId,
-    sectors: u32,
-    sync_pool: bool,
-}
-
 /// Who runs a queue operation (for the pid/cpu of traced events).
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {
@@ -253,13 +255,17 @@ pub struct RequestQueue {
     dev_out: Vec<(Instant, u64)>,
     stats: QueueStats,
     checks: bool,
+    /// Flush and FUA sequencing (`blk-flush.c` / `blk-barrier.c`).
+    flush: FlushState,
 }
 
 impl RequestQueue {
     pub fn new(cfg: QueueConfig, mut elv: Box<dyn Elevator>, dev: Box<dyn Device>) -> Self {
         assert!(cfg.nr_requests >= 4, "BLKDEV_MIN_RQ is 4");
         elv.set_nonrot(!dev.rotational());
+        let flush = FlushState::new(cfg.flush_era, dev.write_cache(), dev.fua());
         RequestQueue {
+            flush,
             elv_has_timer: elv.has_timer(),
             dev_rotational: dev.rotational(),
             dev_depth: dev.queue_depth(),
@@ -354,7 +360,10 @@ impl RequestQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> Submit {
-        assert!(bio.sectors > 0, "empty bio");
+        assert!(
+            bio.sectors > 0 || bio.flags.contains(ReqFlags::FLUSH),
+            "empty bio that is not a flush"
+        );
         assert!(
             bio.sectors <= self.cfg.limits.max_hw_sectors,
             "bio too big device: {} > {} sectors",
@@ -415,9 +424,12 @@ impl RequestQueue {
             cpu: bio.cpu,
         };
         let unplug = bio.flags.contains(ReqFlags::UNPLUG);
+        let flush_or_fua = bio.flags.is_flush_or_fua();
         let id = self.bios.alloc(bio);
 
-        if !self.elv_queue_empty() {
+        // REQ_FLUSH/REQ_FUA (a barrier before 2.6.37) bios never merge: they go
+        // straight to get_rq (`__make_request`, `blk_queue_bio`).
+        if !flush_or_fua && !self.elv_queue_empty() {
             if let Some((rq, kind)) = self.elv_merge(id) {
                 let merged = match kind {
                     MergeKind::Back => self.bio_attempt_back_merge(now, rq, id, tr),
@@ -578,10 +590,14 @@ impl RequestQueue {
         r.sectors += b.sectors;
         r.segments += b.segments;
         r.ioprio = r.ioprio.min(b.ioprio);
+        // The request's hash entry is still keyed by its old end: take it out
+        // before attempt_merge looks the request up by its new end (the kernel
+        // repositions the hash node itself, `elv_rqhash_reposition`). Left in,
+        // it outlived the request once `next` was merged into it and freed.
+        self.rqhash_del_key(old_end, rq);
         // attempt_back_merge, else elv_merged_request.
         if !self.attempt_back_merge(rq) {
             self.elv.merged(&self.rqs, rq, MergeKind::Back);
-            self.rqhash_del_key(old_end, rq);
             self.rqhash_add(rq);
             self.last_merge = Some(rq);
         }
@@ -795,7 +811,13 @@ impl RequestQueue {
             sector: b.sector,
             sectors: b.sectors,
             segments: b.segments,
-            flags: b.flags.remove(ReqFlags::UNPLUG),
+            flags: if b.flags.is_flush_or_fua() {
+                // init_request_from_bio: REQ_HARDBARRIER | REQ_NOMERGE, or
+                // REQ_NOMERGE_FLAGS covering REQ_FLUSH | REQ_FUA.
+                b.flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
+            } else {
+                b.flags.remove(ReqFlags::UNPLUG)
+            },
             pid: b.pid,
             cpu: b.cpu,
             start_time: now,
@@ -808,6 +830,10 @@ impl RequestQueue {
             bio_head: bio,
             bio_tail: bio,
             elv_private: 0,
+            sorted: false,
+            softbarrier: false,
+            role: FlushRole::None,
+            fseq: 0,
         });
         self.stats.requests_allocated += 1;
         self.trace_bio(now, &b, Action::GetRq, Pdu::None, tr);
@@ -919,7 +945,12 @@ impl RequestQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
+        if self.rqs.get(rq).flags.is_flush_or_fua() {
+            self.insert_flush(now, rq, ctx, tr, out);
+            return;
+        }
         self.trace_rq(now, rq, ctx, Action::Insert, tr);
+        self.rqs.get_mut(rq).sorted = true;
         let mergeable = !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE);
         if mergeable {
             self.rqhash_add(rq);
@@ -1071,10 +1102,20 @@ impl RequestQueue {
 
     /// `__elv_next_request`: the head of the dispatch list, asking the elevator for
     /// one more request while the list is empty.
-    fn elv_next_request(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) -> Option<RqId> {
+    fn elv_next_request(
+        &mut self,
+        now: Instant,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Option<RqId> {
         loop {
             if let Some(&rq) = self.dispatch.front() {
-                return Some(rq);
+                match self.flush_filter(now, rq, tr, out) {
+                    flush::Head::Issue => return Some(rq),
+                    flush::Head::Stall => return None,
+                    flush::Head::Again => continue,
+                }
             }
             let mut ectx = ElvCtx {
                 now,
@@ -1115,6 +1156,7 @@ impl RequestQueue {
                     if p.flags.contains(ReqFlags::DISCARD) != discard
                         || p.is_write() != write
                         || p.started
+                        || p.softbarrier
                     {
                         break;
                     }
@@ -1145,7 +1187,7 @@ impl RequestQueue {
     /// depth, otherwise start it on the device.
     fn request_fn(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         while !self.plugged {
-            let Some(rq) = self.elv_next_request(now, ctx, tr) else {
+            let Some(rq) = self.elv_next_request(now, ctx, tr, out) else {
                 break;
             };
             // blk_peek_request
@@ -1156,7 +1198,9 @@ impl RequestQueue {
                     msgs: &mut self.msgs,
                     kick: Kick::None,
                 };
-                self.elv.activate(&mut ectx, &self.rqs, rq);
+                if self.rqs.get(rq).sorted {
+                    self.elv.activate(&mut ectx, &self.rqs, rq);
+                }
                 self.flush_msgs(now, ctx, tr);
                 self.trace_rq(now, rq, ctx, Action::Issue, tr);
                 self.stats.requests_dispatched += 1;
@@ -1191,6 +1235,7 @@ impl RequestQueue {
                         sectors: r.sectors,
                         write: r.is_write(),
                         fua: r.flags.contains(ReqFlags::FUA),
+                        flush: r.sectors == 0 && r.flags.contains(ReqFlags::FLUSH),
                     },
                 )
             };
@@ -1221,6 +1266,7 @@ impl RequestQueue {
     /// `blk_end_request_all` → `blk_update_request` (C, `bio_endio` for each bio) →
     /// `blk_finish_request` → `__blk_put_request` (`elv_completed_request`,
     /// `freed_request`); then the driver re-runs the queue (`scsi_run_queue`).
+    /// Requests of a flush sequence go back to the flush machinery instead.
     fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         self.dev.complete(now, rq.0 as u64);
         self.poll_device(now, out);
@@ -1233,29 +1279,74 @@ impl RequestQueue {
             cpu: self.cfg.irq_cpu,
         };
         self.trace_rq(now, rq, irq, Action::Complete, tr);
-        let r = {
+        let (role, sync_pool, fifo_time, write) = {
             let x = self.rqs.get(rq);
-            // Only what completion needs; the request itself is freed below.
-            Done {
-                fifo_time: x.fifo_time,
-                write: x.is_write(),
-                bio_head: x.bio_head,
-                sectors: x.sectors,
-                sync_pool: x.sync_pool,
-            }
+            (x.role, x.sync_pool, x.fifo_time, x.is_write())
         };
         self.stats.requests_completed += 1;
-        let d2c = now.since(r.fifo_time).as_ns();
+        let d2c = now.since(fifo_time).as_ns();
         self.stats.busy_ns += d2c;
-        if r.write {
-            self.stats.write_ios += 1;
-            self.stats.write_ticks_ns += d2c;
-        } else {
-            self.stats.read_ios += 1;
-            self.stats.read_ticks_ns += d2c;
+        if role == FlushRole::None {
+            if write {
+                self.stats.write_ios += 1;
+                self.stats.write_ticks_ns += d2c;
+            } else {
+                self.stats.read_ios += 1;
+                self.stats.read_ticks_ns += d2c;
+            }
         }
-        // bio_endio for every bio of the request, in order.
-        let mut next = Some(r.bio_head);
+        // elv_completed_request: the request leaves the driver.
+        self.in_flight[sync_pool as usize] -= 1;
+        self.in_device -= 1;
+        if self.in_device == 0 {
+            self.stats.io_ticks_ns += now.since(self.busy_since).as_ns();
+        }
+        match role {
+            FlushRole::None => self.end_request(now, rq, irq, tr, out),
+            _ => self.flush_complete(now, rq, role, tr, out),
+        }
+        self.flush_drained(now, tr, out);
+        self.run_queue(now, irq, tr, out);
+        self.sync_elv_timer(out);
+    }
+
+    /// The rest of an ordinary request's completion: `bio_endio` for every bio,
+    /// the elevator's completion hook, and freeing it.
+    fn end_request(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        irq: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        self.end_bios(rq, out);
+        if self.rqs.get(rq).sorted {
+            let mut ectx = ElvCtx {
+                now,
+                msgs: &mut self.msgs,
+                kick: Kick::None,
+            };
+            self.elv.completed(&mut ectx, &self.rqs, rq);
+            let kick = ectx.kick;
+            self.flush_msgs(now, irq, tr);
+            if kick == Kick::Work {
+                out.events.push((now, QueueEvent::KickWork));
+            }
+        }
+        let woken = self.free_request(rq);
+        if let Some(bio) = woken {
+            self.retry_sleeper(now, bio, tr, out);
+        }
+    }
+
+    /// `bio_endio` for every bio of `rq`, in order.
+    fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
+        let (head, want) = {
+            let r = self.rqs.get(rq);
+            (r.bio_head, r.sectors)
+        };
+        let mut next = Some(head);
         let mut sectors = 0u32;
         while let Some(b) = next {
             let bio = self.bios.free(b);
@@ -1272,30 +1363,7 @@ impl RequestQueue {
             });
             next = bio.next;
         }
-        assert_eq!(sectors, r.sectors, "request and its bios disagree on size");
-        // elv_completed_request
-        self.in_flight[r.sync_pool as usize] -= 1;
-        self.in_device -= 1;
-        if self.in_device == 0 {
-            self.stats.io_ticks_ns += now.since(self.busy_since).as_ns();
-        }
-        let mut ectx = ElvCtx {
-            now,
-            msgs: &mut self.msgs,
-            kick: Kick::None,
-        };
-        self.elv.completed(&mut ectx, &self.rqs, rq);
-        let kick = ectx.kick;
-        self.flush_msgs(now, irq, tr);
-        if kick == Kick::Work {
-            out.events.push((now, QueueEvent::KickWork));
-        }
-        let woken = self.free_request(rq);
-        if let Some(bio) = woken {
-            self.retry_sleeper(now, bio, tr, out);
-        }
-        self.run_queue(now, irq, tr, out);
-        self.sync_elv_timer(out);
+        assert_eq!(sectors, want, "request and its bios disagree on size");
     }
 
     // ---------------------------------------------------------------------------
@@ -1313,7 +1381,7 @@ impl RequestQueue {
             action,
             sector: b.sector,
             bytes: (b.sectors as u64 * 512) as u32,
-            flags: b.flags,
+            flags: b.flags.intersect(self.cfg.trace_mask.bio),
             is_request: false,
             error: 0,
             pdu,
@@ -1333,7 +1401,7 @@ impl RequestQueue {
             action,
             sector: r.sector,
             bytes: (r.sectors as u64 * 512) as u32,
-            flags: r.flags.remove(ReqFlags::NOMERGE),
+            flags: r.flags.intersect(self.cfg.trace_mask.rq),
             is_request: true,
             error: 0,
             pdu: Pdu::None,
@@ -1377,16 +1445,31 @@ impl RequestQueue {
     /// Every request is in exactly one place (elevator, dispatch list or device),
     /// pools and limits hold, and bios are conserved.
     pub fn check_invariants(&self) {
+        // Every back-merge hash entry is a queued request ending at its key.
+        for (&end, &rq) in self
+            .hash
+            .iter()
+            .chain(self.hash_overflow.iter().map(|(e, r)| (e, r)))
+        {
+            let r = self.rqs.get(rq);
+            assert!(
+                r.end_sector() == end && !r.dispatched,
+                "back-merge hash: entry at sector {end} is a request ending at {} \
+                 (dispatched {})",
+                r.end_sector(),
+                r.dispatched
+            );
+        }
         let live = self.rqs.live() as u32;
         assert_eq!(
             live,
-            self.count[0] + self.count[1],
+            self.count[0] + self.count[1] + self.flush.proxies,
             "request pool accounting"
         );
         let in_elv = self.elv.queued() as u32;
         assert_eq!(
             live,
-            in_elv + self.dispatch.len() as u32 + self.in_device,
+            in_elv + self.dispatch.len() as u32 + self.in_device + self.flush.parked(),
             "a request is lost or counted twice (elevator {in_elv}, dispatch {}, device {})",
             self.dispatch.len(),
             self.in_device
@@ -1407,7 +1490,8 @@ impl RequestQueue {
             assert!(r.dispatched && !r.in_driver);
         }
         let waiting = self.waiters[0].len() + self.waiters[1].len();
-        assert!(self.bios.live() >= waiting + live as usize);
+        // Proxy requests of the flush machinery have no bios of their own.
+        assert!(self.bios.live() + self.flush.proxies as usize >= waiting + live as usize);
         assert_eq!(
             self.stats.bios_queued - self.stats.bios_completed,
             self.bios.live() as u64,

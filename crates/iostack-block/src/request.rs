@@ -35,6 +35,34 @@ pub struct Request {
     pub bio_tail: BioId,
     /// Scheduler-private slot (e.g. the CFQ queue the request belongs to).
     pub elv_private: u32,
+    /// `REQ_SORTED`: inserted into the elevator, so the elevator's activate and
+    /// completion hooks see it (`elv_activate_rq`, `elv_completed_request`).
+    pub sorted: bool,
+    /// `REQ_SOFTBARRIER`: `elv_dispatch_sort` does not move requests past it
+    /// (front, back and flush insertions).
+    pub softbarrier: bool,
+    /// What the request is to the flush machinery (`blk-flush.c`,
+    /// `blk-barrier.c`).
+    pub role: FlushRole,
+    /// Steps of its flush sequence done (`rq->flush.seq`, `REQ_FSEQ_*`).
+    pub fseq: u8,
+}
+
+/// A request's part in flush sequencing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlushRole {
+    /// An ordinary request.
+    #[default]
+    None,
+    /// A request being sequenced (`REQ_FLUSH_SEQ`, 2.6.39+): it waits on the
+    /// flush queues and goes to the device itself for its data.
+    Seq,
+    /// A request the block layer made for one step of `orig`'s sequence: the
+    /// barrier's `pre_flush_rq`/`bar_rq`/`post_flush_rq` (2.6.28-2.6.36) or
+    /// 2.6.37's `flush_rq`.
+    Proxy { orig: RqId, step: u8 },
+    /// 2.6.39+'s `q->flush_rq`, shared by every request waiting for a flush.
+    FlushRq,
 }
 
 impl Request {

@@ -32,7 +32,7 @@ pub const FLAGS: &[Flag] = &[
         long: "sched",
         takes: Takes::Value("NAME"),
         repeat: false,
-        doc: "I/O scheduler (noop, deadline, cfq)",
+        doc: "I/O scheduler (default: the machine's); the kernel profile must have it:",
     },
     Flag {
         long: "set",
@@ -112,6 +112,13 @@ pub const FLAGS: &[Flag] = &[
         takes: Takes::Value("DIR"),
         repeat: false,
         doc: "reproduce: read experiment files from DIR instead of the built-in set",
+    },
+    Flag {
+        long: "until",
+        takes: Takes::Value("DURATION"),
+        repeat: false,
+        doc: "stop the simulation at this simulated time (fio time units: 30s, 2h; bare \
+              numbers are seconds); the report is marked truncated",
     },
     Flag {
         long: "check",
@@ -231,6 +238,29 @@ pub fn help(allowed: &[&str]) -> String {
             Takes::Value(v) => format!("--{} {}", f.long, v),
         };
         s.push_str(&format!("  {left:<32} {}\n", f.doc));
+        if f.long == "sched" {
+            s.push_str(&sched_help());
+        }
+    }
+    s
+}
+
+/// The `--sched` choices, from the scheduler registry.
+fn sched_help() -> String {
+    let mut s = String::new();
+    for d in iostack_iosched::SCHEDULERS {
+        let profiles: Vec<&str> = iostack_core::Profile::ALL
+            .iter()
+            .filter(|&&p| (d.in_profile)(p))
+            .map(|p| p.name())
+            .collect();
+        s.push_str(&format!(
+            "  {:<32}   {:<13} profiles {}; in kernels {}\n",
+            "",
+            d.name,
+            profiles.join(", "),
+            d.kernels
+        ));
     }
     s
 }

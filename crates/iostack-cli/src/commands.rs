@@ -25,6 +25,7 @@ const COMMON: &[&str] = &[
     "ftrace",
     "blkparse",
     "check",
+    "until",
     "layout",
     "filefrag",
     "filefrag-v",
@@ -153,8 +154,20 @@ fn config_of(
         seed: seed_of(p)?,
         procs,
         checks: p.has("check") || cfg!(debug_assertions),
-        time_limit: Duration::secs(24 * 3600),
+        until: until_of(p)?,
     })
+}
+
+/// `--until DURATION`: a limit the user sets on simulated time.
+fn until_of(p: &Parsed) -> Result<Option<Duration>> {
+    let Some(s) = p.get("until") else {
+        return Ok(None);
+    };
+    match iostack_workload::parse_time_ns(s, iostack_workload::TimeUnit::Seconds) {
+        Ok(0) => Err(format!("--until {s}: the limit must be above zero").into()),
+        Ok(ns) => Ok(Some(Duration(ns))),
+        Err(e) => Err(format!("--until {s}: {e} (e.g. 30s, 10m, 2h)").into()),
+    }
 }
 
 /// `iostack tunables`: every tunable of the profile with value and unit, like
@@ -174,28 +187,31 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
     }
     let t = tunables_of(p)?;
     let m = machine_of(p, "sata-2009")?;
-    let sched = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&sched, &t).map_err(SimError::Scheduler)?;
+    let sched = tunables_sched(p, &t, &m.scheduler)?;
     let mut s = format!(
         "# kernel profile {}, machine {}, scheduler {}\n",
         t.profile(),
         m.name,
-        sched
+        sched.unwrap_or("none")
     );
-    let names: Vec<String> = iostack_iosched::SCHEDULERS
-        .iter()
-        .map(|(n, _)| {
-            if *n == sched {
-                format!("[{n}]")
+    let names: Vec<String> = iostack_iosched::available(t.profile())
+        .map(|d| {
+            if Some(d.name) == sched {
+                format!("[{}]", d.name)
             } else {
-                n.to_string()
+                d.name.to_string()
             }
         })
         .collect();
-    s.push_str(&format!("{:<40} {}\n", "queue/scheduler", names.join(" ")));
+    let line = if names.is_empty() {
+        "(none modelled for this kernel)".to_string()
+    } else {
+        names.join(" ")
+    };
+    s.push_str(&format!("{:<40} {}\n", "queue/scheduler", line));
     for (d, v) in t.iter() {
         if let Some(rest) = d.name.strip_prefix("iosched/") {
-            if !rest.starts_with(&format!("{sched}/")) {
+            if sched.is_none_or(|s| !rest.starts_with(&format!("{s}/"))) {
                 continue;
             }
         }
@@ -210,6 +226,58 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The scheduler `iostack tunables` shows: `--sched` (checked against the
+/// registry), else the machine's default if the kernel has it, else the
+/// kernel's first, else none.
+fn tunables_sched(p: &Parsed, t: &Tunables, default: &str) -> Result<Option<&'static str>> {
+    if let Some(s) = p.get("sched") {
+        return iostack_iosched::check(s, t)
+            .map(|d| Some(d.name))
+            .map_err(|e| SimError::Scheduler(format!("--sched {s}: {e}")).into());
+    }
+    let mut avail = iostack_iosched::available(t.profile());
+    let first = avail.next().map(|d| d.name);
+    Ok(iostack_iosched::available(t.profile())
+        .find(|d| d.name == default)
+        .map(|d| d.name)
+        .or(first))
+}
+
+/// The I/O scheduler registry as a markdown table.
+fn schedulers_markdown() -> String {
+    let mut s = String::from(
+        "## I/O schedulers\n\n`--sched NAME` or an experiment's `scheduler`; a scheduler \
+         the kernel profile lacks, or a tunable of a scheduler that is not selected, is \
+         refused.\n\n| name | profiles | kernels | tunables | description |\n|---|---|---|---|---|\n",
+    );
+    for d in iostack_iosched::SCHEDULERS {
+        let profiles: Vec<&str> = Profile::ALL
+            .iter()
+            .filter(|&&p| (d.in_profile)(p))
+            .map(|p| p.name())
+            .collect();
+        let tun = if d.tunables.is_empty() {
+            "none".to_string()
+        } else {
+            format!("`iosched/{}/*` ({})", d.name, d.tunables.len())
+        };
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            d.name,
+            profiles.join(", "),
+            d.kernels,
+            tun,
+            d.doc.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    s.push_str(
+        "\n2.4 (`elevator_linus`, its `elevator_noop`) and 6.x (blk-mq: none, mq-deadline, \
+         bfq, kyber) have no modelled scheduler, so runs on those profiles are refused.\n\n\
+         ## Tunables\n\n",
+    );
+    s
+}
+
 /// The tunable reference, generated from the one table: name, unit, range, the
 /// default of every profile, and the doc text.
 pub fn tunables_markdown() -> String {
@@ -222,6 +290,7 @@ pub fn tunables_markdown() -> String {
          reads (do not edit; a test checks it is current). Set any of them with \
          `--set NAME=VALUE` or in an experiment's `set = [...]`.\n\n",
     );
+    s.push_str(&schedulers_markdown());
     s.push_str("| name | unit | range |");
     for pr in Profile::ALL {
         s.push_str(&format!(" {pr} |"));
@@ -377,6 +446,10 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
         write_out(f, &crate::sinks::blkparse_text(&mut sinks))?;
     }
     let err = result.procs.iter().find_map(|p| p.error.clone());
+    if !result.ending.is_complete() && !result.ending.is_truncated() {
+        // Numbers for work that was not done are not printed.
+        return Err(SimError::Run(result.ending.to_string()).into());
+    }
     match report {
         Report::Fio { globals, .. } => {
             let any: Box<dyn Any> = observer.expect("observer attached");
@@ -387,7 +460,12 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
                 crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?;
             out::stdout(&text)?;
         }
-        Report::Dd => out::stdout(&crate::sinks::dd_report(&result, seed, hash))?,
+        Report::Dd => {
+            if result.ending.is_truncated() {
+                out::stderr(&format!("iostack: TRUNCATED: {}\n", result.ending));
+            }
+            out::stdout(&crate::sinks::dd_report(&result, seed, hash))?
+        }
     }
     for (flag, verbose) in [("filefrag", false), ("filefrag-v", true)] {
         for path in p.all(flag) {

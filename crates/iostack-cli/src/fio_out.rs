@@ -93,6 +93,9 @@ pub fn render(
         EPOCH_MS,
     );
     report.global_options = global_options;
+    if result.ending.is_truncated() {
+        report.truncated = Some(result.ending.to_string());
+    }
     for (p, j) in result.procs.iter().zip(obs.jobs) {
         let Some(mut j) = j else { continue };
         let run_ns = p.runtime().as_ns();

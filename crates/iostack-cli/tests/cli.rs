@@ -226,3 +226,35 @@ fn tunable_docs_are_generated_from_the_table() {
     );
     assert!(doc.contains("| `queue/nr_requests` | count | 4..=1048576 |"));
 }
+
+/// The scheduler registry: a scheduler the kernel lacks, or a tunable of one
+/// that is not selected, is refused with the reason; `--help` lists each
+/// scheduler with the profiles that have it.
+#[test]
+fn schedulers_are_checked_against_the_kernel_and_their_tunables() {
+    let job = "tests/data/golden/qd4-null.fio";
+    let base = ["run", job, "--machine", "null"];
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        iostack(&a)
+    };
+    let (ok, _, err) = run(&["--kernel", "3.10", "--sched", "anticipatory"]);
+    assert!(!ok && err.contains("removed in 2.6.33"), "{err}");
+    let (ok, _, err) = run(&["--kernel", "2.4", "--sched", "cfq"]);
+    assert!(!ok && err.contains("elevator_linus"), "{err}");
+    let (ok, _, err) = run(&["--sched", "deadline", "--set", "iosched/cfq/slice_idle=0"]);
+    assert!(!ok && err.contains("belongs to the cfq scheduler"), "{err}");
+    let (ok, _, err) = run(&["--sched", "cfq", "--set", "iosched/cfq/slice_idle=0"]);
+    assert!(ok, "{err}");
+    let (ok, help, _) = iostack(&["--help"]);
+    assert!(ok);
+    assert!(
+        help.contains("anticipatory  profiles 2.6.28, 2.6.32;"),
+        "{help}"
+    );
+    let (ok, out, _) = iostack(&["tunables", "--kernel", "2.6.33", "--sched", "deadline"]);
+    assert!(ok);
+    assert!(out.contains("noop [deadline] cfq"), "{out}");
+    assert!(!out.contains("iosched/cfq/"), "{out}");
+}

@@ -11,6 +11,6 @@ pub mod types;
 
 pub use profile::Profile;
 pub use slab::Slab;
-pub use trace::{Action, Pdu, TraceEvent, TraceRecord, TraceSink, Tracer};
+pub use trace::{Action, Pdu, TraceEvent, TraceMask, TraceRecord, TraceSink, Tracer};
 pub use tunable::{TunableDef, TunableError, Tunables, Unit};
 pub use types::{BioOwner, DevT, EndIo, ReqFlags, Sector, TaskId, SECTOR_SHIFT, SECTOR_SIZE};

@@ -2,6 +2,7 @@
 //! kernel calls its `trace_block_*` hook; every output (blktrace files, blkparse text,
 //! the ftrace `blk` tracer's text, statistics) is a `TraceSink` over that stream.
 
+use crate::profile::Profile;
 use crate::types::{DevT, ReqFlags, Sector};
 use iostack_des::Instant;
 
@@ -102,6 +103,44 @@ pub struct TraceRecord {
     pub is_request: bool,
     pub error: i32,
     pub pdu: Pdu,
+}
+
+/// The flags `__blk_add_trace` records, per kernel: bio events (Q, M, F, G, S,
+/// A) pass `bio->bi_rw`, request events (I, D, C, R) what `blk_add_trace_rq`
+/// passes. Until 2.6.38 that is `rq->cmd_flags & 0x03` (only the direction)
+/// plus `REQ_DISCARD`, so request events print `W`, never `WS`; 2.6.28-2.6.36
+/// record a barrier bio in the category bit that became `BLK_TC_FLUSH`
+/// (`MASK_TC_BIT(rw, HARDBARRIER)`), 2.6.37-2.6.38 record neither flush nor FUA;
+/// "blktrace: add FLUSH/FUA support" and "blktrace: use rq->cmd_flags directly"
+/// (2.6.39) record everything for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceMask {
+    pub bio: ReqFlags,
+    pub rq: ReqFlags,
+}
+
+impl TraceMask {
+    pub fn of(profile: Profile) -> TraceMask {
+        let base =
+            ReqFlags::WRITE | ReqFlags::SYNC | ReqFlags::AHEAD | ReqFlags::META | ReqFlags::DISCARD;
+        let rq = ReqFlags::WRITE | ReqFlags::DISCARD;
+        match profile {
+            Profile::V2_4 | Profile::V2_6_28 | Profile::V2_6_32 | Profile::V2_6_33 => TraceMask {
+                bio: base | ReqFlags::FLUSH,
+                rq,
+            },
+            Profile::V2_6_37 => TraceMask { bio: base, rq },
+            Profile::V3_10 | Profile::V6 => {
+                let all = base | ReqFlags::FLUSH | ReqFlags::FUA;
+                TraceMask { bio: all, rq: all }
+            }
+        }
+    }
+    /// Everything (tests and tools that build records by hand).
+    pub const ALL: TraceMask = TraceMask {
+        bio: ReqFlags(u32::MAX),
+        rq: ReqFlags(u32::MAX),
+    };
 }
 
 /// Everything a sink can receive.

@@ -1,5 +1,7 @@
 //! Basic block-layer types, and the names of tasks and bio owners.
 
+use crate::profile::Profile;
+
 /// A 512-byte sector number.
 pub type Sector = u64;
 pub const SECTOR_SHIFT: u32 = 9;
@@ -25,7 +27,11 @@ impl DevT {
 /// Flags carried by a bio and copied onto its request (`init_request_from_bio`).
 ///
 /// The names are the 2.6.36 `REQ_*` names. `WRITE` marks the data direction; the
-/// rest are the modifiers the schedulers and blktrace look at.
+/// rest are the modifiers the schedulers and blktrace look at. `FLUSH` is
+/// 2.6.37's `REQ_FLUSH` and, before it, `REQ_HARDBARRIER` (2.6.28-2.6.36
+/// barriers, which blktrace logs in the same category bit); `FUA` is `REQ_FUA`.
+/// Which flags a path sets depends on the kernel: see [`ReqFlags::writeback`]
+/// and [`ReqFlags::WRITE_FLUSH`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Debug)]
 pub struct ReqFlags(pub u32);
 
@@ -49,6 +55,16 @@ impl ReqFlags {
     pub const NONE: ReqFlags = ReqFlags(0);
     pub const READ: ReqFlags = ReqFlags(0);
 
+    /// `WRITE_FLUSH` (2.6.37+, `blkdev_issue_flush`): an empty write asking for a
+    /// cache flush. 2.6.28-2.6.36 issue the same bio as `WRITE_BARRIER`.
+    pub const WRITE_FLUSH: ReqFlags = ReqFlags(
+        ReqFlags::WRITE.0
+            | ReqFlags::SYNC.0
+            | ReqFlags::NOIDLE.0
+            | ReqFlags::UNPLUG.0
+            | ReqFlags::FLUSH.0,
+    );
+
     pub const fn union(self, o: ReqFlags) -> ReqFlags {
         ReqFlags(self.0 | o.0)
     }
@@ -64,6 +80,50 @@ impl ReqFlags {
     }
     pub fn remove(self, o: ReqFlags) -> ReqFlags {
         ReqFlags(self.0 & !o.0)
+    }
+    pub fn intersect(self, o: ReqFlags) -> ReqFlags {
+        ReqFlags(self.0 & o.0)
+    }
+    /// Whether the bio or request asks for a cache flush or forced unit access
+    /// (it goes through `blk-flush.c` or the barrier sequence).
+    pub fn is_flush_or_fua(self) -> bool {
+        self.0 & (ReqFlags::FLUSH.0 | ReqFlags::FUA.0) != 0
+    }
+
+    /// The `rw` of a page-cache writeback bio in `profile`: `WRITE` for
+    /// `WB_SYNC_NONE`; for data-integrity writeback (`WB_SYNC_ALL`, fsync) what
+    /// each `->writepage` path passes:
+    /// * `__block_write_full_page` (ext3, ext4, the block device) and XFS's
+    ///   `xfs_submit_ioend_bio`: `WRITE` in 2.6.28; `WRITE_SYNC_PLUG`
+    ///   (`SYNC|NOIDLE`, no unplug) from 2.6.30 to 2.6.38; `WRITE_SYNC`
+    ///   (`SYNC|NOIDLE`) in 3.x (ext4's `ext4_bio_write_page` too);
+    ///   `wbc_to_write_flags` = `REQ_SYNC` in 4.10+.
+    /// * `__mpage_writepage` (ext2): `WRITE` until "fs/mpage.c: forgotten
+    ///   WRITE_SYNC in case of data integrity write" (3.16), then as above.
+    pub fn writeback(profile: Profile, sync_all: bool, mpage: bool) -> ReqFlags {
+        let w = ReqFlags::WRITE;
+        if !sync_all {
+            return w;
+        }
+        match profile {
+            Profile::V2_4 | Profile::V2_6_28 => w,
+            Profile::V2_6_32 | Profile::V2_6_33 | Profile::V2_6_37 | Profile::V3_10 if mpage => w,
+            Profile::V2_6_32 | Profile::V2_6_33 | Profile::V2_6_37 | Profile::V3_10 => {
+                w | ReqFlags::SYNC | ReqFlags::NOIDLE
+            }
+            Profile::V6 => w | ReqFlags::SYNC,
+        }
+    }
+
+    /// The `rw` of a buffered read's bios: `READ` through `mpage_readpages` up to
+    /// 3.x; `mpage_readahead`/`ext4_mpage_readpages` mark readahead `REQ_RAHEAD`
+    /// (5.8+), and every page-cache read of the simulator comes from readahead.
+    pub fn readahead(profile: Profile) -> ReqFlags {
+        if profile >= Profile::V6 {
+            ReqFlags::AHEAD
+        } else {
+            ReqFlags::READ
+        }
     }
 }
 

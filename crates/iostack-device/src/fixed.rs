@@ -3,6 +3,12 @@
 //! once and the rest waiting in arrival order. With `rate_bytes_per_s = 0` and
 //! `channels = queue_depth` it is the null device of fixed latency; with one
 //! channel it models a cached storage-server volume behind a single link.
+//!
+//! It has no volatile write cache (the null device keeps nothing; the storage
+//! servers it stands for acknowledge writes from battery-backed NVRAM and report
+//! no volatile cache), so the block layer completes flushes without sending them
+//! and strips FUA. A flush command that reaches it anyway is acknowledged like
+//! any command of no data: after the fixed overhead.
 
 use crate::{Device, DeviceCmd, HwLimits};
 use iostack_des::{Duration, Instant};
@@ -55,6 +61,12 @@ impl Fixed {
 }
 
 impl Device for Fixed {
+    fn write_cache(&self) -> bool {
+        false
+    }
+    fn fua(&self) -> bool {
+        false
+    }
     fn queue_depth(&self) -> u32 {
         self.p.queue_depth
     }
@@ -134,6 +146,7 @@ mod tests {
                     sectors: 8,
                     write: false,
                     fua: false,
+                    flush: false,
                 },
             );
         }

@@ -2,7 +2,8 @@
 //! goes in, and some time later it completes. Each model declares its hardware
 //! limits and queue depth; the block layer's driver glue never looks inside.
 //! Models: `Fixed` (fixed latency), `hdd` (mechanical disk), `raid0` (hardware
-//! RAID0 controller over member disks).
+//! RAID0 controller over member disks). Each declares whether it has a volatile
+//! write cache and takes FUA writes; a flush command empties that cache.
 
 mod fixed;
 pub mod hdd;
@@ -24,8 +25,14 @@ pub struct DeviceCmd {
     pub sector: Sector,
     pub sectors: u32,
     pub write: bool,
-    /// Force unit access: the write must reach the medium before completing.
+    /// Force unit access: the write must reach the medium before completing
+    /// (sent only to a device whose [`Device::fua`] is true).
     pub fua: bool,
+    /// A cache flush (SCSI SYNCHRONIZE CACHE, ATA FLUSH CACHE EXT), with no data
+    /// (`sectors` = 0): completes once everything the device acknowledged
+    /// earlier is on the medium. Sent only to a device whose
+    /// [`Device::write_cache`] is true.
+    pub flush: bool,
 }
 
 /// Limits the hardware declares (read-only, like `max_hw_sectors_kb`).
@@ -44,6 +51,14 @@ pub struct HwLimits {
 ///   command exactly once and never earlier than `now`;
 /// * `complete` is called once per reported command, at its instant.
 pub trait Device {
+    /// A volatile write-back cache is on (the driver's `blk_queue_flush(q,
+    /// REQ_FLUSH)` in 2.6.37+, `QUEUE_ORDERED_DRAIN_FLUSH` before): the block
+    /// layer sends flushes only then.
+    fn write_cache(&self) -> bool;
+    /// The device takes FUA writes (`REQ_FUA` in `q->flush_flags`,
+    /// `QUEUE_ORDERED_DRAIN_FUA`); otherwise the block layer emulates FUA with a
+    /// flush after the write.
+    fn fua(&self) -> bool;
     fn queue_depth(&self) -> u32;
     fn rotational(&self) -> bool;
     fn capacity_sectors(&self) -> u64;

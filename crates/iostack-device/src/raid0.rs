@@ -10,11 +10,18 @@
 //!   boundaries").
 //! * Write-back cache, battery-backed: a write is acknowledged once it fits in
 //!   the cache, after the controller overhead and its transfer over the host link.
-//!   FUA writes are treated alike (the battery makes the cache non-volatile, as
-//!   RAID controllers with a BBU do). When the cache is full, writes wait in
+//!   When the cache is full, writes wait in
 //!   arrival order for destages to free room. A write larger than the whole
 //!   cache, and every write when `cache_bytes` is 0, goes through to the members
 //!   and completes when all its pieces do.
+//! * Flush and FUA: the controller declares its cache to the kernel as a
+//!   write-back cache with FUA support. A FUA write goes through to the members
+//!   (as FUA writes there) like a write larger than the cache. A flush waits
+//!   until the controller's cache is empty (every dirty sector destaged and
+//!   acknowledged by its member), then flushes the write cache of every member
+//!   that has one, and completes when they have. Writes cached while a flush
+//!   waits are destaged before it too. (A controller could instead acknowledge
+//!   both from its battery-backed memory; this one takes the time to destage.)
 //! * Destage: the controller keeps up to `destage_depth` destage commands queued
 //!   at each member that has dirty data, each the next run of contiguous dirty
 //!   sectors in C-LOOK order from the member's last destage (up to
@@ -31,8 +38,8 @@
 //!   for destaging while the member has dirty data, so neither starves.
 //!
 //! Not modelled: controller read-ahead and read cache (the members' own caches
-//! serve sequential reads), cache mirroring, parity, degraded arrays, flushes
-//! (the `Device` trait has none), and data contents (timing only: a read that
+//! serve sequential reads), cache mirroring, parity, degraded arrays, and data
+//! contents (timing only: a read that
 //! partly overlaps dirty data goes to the members).
 //!
 //! Time and decisions. The controller is driven only by the host's `submit`,
@@ -155,8 +162,10 @@ enum HState {
     Free,
     /// A cached write waiting for room.
     WaitSpace,
-    /// Waiting for member pieces (reads, write-through writes).
+    /// Waiting for member pieces (reads, write-through writes, member flushes).
     Pieces,
+    /// A flush waiting for the cache to empty.
+    Flush,
     /// Decided; completes at this ns.
     Done(u64),
 }
@@ -168,6 +177,7 @@ struct Host {
     sectors: u32,
     write: bool,
     fua: bool,
+    flush: bool,
     state: HState,
     /// Member pieces still outstanding.
     left: u32,
@@ -181,6 +191,7 @@ const FREE_HOST: Host = Host {
     sectors: 0,
     write: false,
     fua: false,
+    flush: false,
     state: HState::Free,
     left: 0,
     ready: 0,
@@ -321,7 +332,7 @@ impl Raid0 {
 
     fn report(&mut self, slot: usize, at: u64) {
         match self.hosts[slot].state {
-            HState::WaitSpace | HState::Pieces => self.undecided -= 1,
+            HState::WaitSpace | HState::Pieces | HState::Flush => self.undecided -= 1,
             _ => {}
         }
         self.hosts[slot].state = HState::Done(at);
@@ -450,6 +461,7 @@ impl Raid0 {
             sectors,
             write,
             fua,
+            flush: write && sectors == 0,
         };
         self.mcmds.insert(id, MCmd { member, kind, cmd });
         id
@@ -467,7 +479,9 @@ impl Raid0 {
         let cmd = self.mcmds[&id].cmd;
         let mb = &mut self.members[m];
         mb.outstanding += 1;
-        if cmd.write {
+        if cmd.flush {
+            // A cache flush moves no data of its own.
+        } else if cmd.write {
             mb.stats.writes += 1;
             mb.stats.write_sectors += cmd.sectors as u64;
         } else {
@@ -575,12 +589,18 @@ impl Raid0 {
             h.sectors = (h.sectors as u64).min(self.capacity - h.sector) as u32;
         }
         self.hosts[slot] = h;
+        if h.flush {
+            self.undecided += 1;
+            self.hosts[slot].state = HState::Flush;
+            self.start_flushes(t);
+            return;
+        }
         if h.sectors == 0 {
             let done = self.link(t, 0);
             self.report(slot, done);
             return;
         }
-        if h.write && self.cache_sectors > 0 && h.sectors as u64 <= self.cache_sectors {
+        if h.write && !h.fua && self.cache_sectors > 0 && h.sectors as u64 <= self.cache_sectors {
             self.undecided += 1;
             self.hosts[slot].state = HState::WaitSpace;
             if self.waiting.is_empty() && self.fits(slot) {
@@ -609,6 +629,34 @@ impl Raid0 {
         self.hosts[slot].left = left;
         if left == 0 {
             self.finish_pieces(slot, t);
+        }
+    }
+
+    /// Flushes waiting while the cache is empty at `t` go on to flush the
+    /// members' own write caches (one flush piece per member that has one).
+    fn start_flushes(&mut self, t: u64) {
+        if self.used != 0 {
+            return;
+        }
+        for slot in 0..self.hosts.len() {
+            if self.hosts[slot].state != HState::Flush {
+                continue;
+            }
+            self.hosts[slot].state = HState::Pieces;
+            self.hosts[slot].ready = self.link(t, 0);
+            let mut left = 0;
+            for m in 0..self.members.len() {
+                if !self.members[m].dev.write_cache() {
+                    continue;
+                }
+                let id = self.new_mcmd(m, Kind::Piece { host: slot }, 0, 0, true, false);
+                self.members[m].backlog.push_back(id);
+                left += 1;
+            }
+            self.hosts[slot].left = left;
+            if left == 0 {
+                self.finish_pieces(slot, t);
+            }
         }
     }
 
@@ -641,6 +689,7 @@ impl Raid0 {
                 }
                 self.used -= hi - lo;
                 self.admit_waiters(t);
+                self.start_flushes(t);
             }
         }
         self.pump(t);
@@ -669,6 +718,12 @@ impl Raid0 {
 }
 
 impl Device for Raid0 {
+    fn write_cache(&self) -> bool {
+        self.cache_sectors > 0
+    }
+    fn fua(&self) -> bool {
+        true
+    }
     fn queue_depth(&self) -> u32 {
         self.p.queue_depth.max(1)
     }
@@ -701,6 +756,7 @@ impl Device for Raid0 {
             sectors: cmd.sectors,
             write: cmd.write,
             fua: cmd.fua,
+            flush: cmd.flush,
             state: HState::Free,
             left: 0,
             ready: t,

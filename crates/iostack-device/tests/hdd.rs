@@ -496,3 +496,43 @@ fn random_streams_keep_the_device_contract() {
         }
     }
 }
+
+/// A flush completes only once the write cache is on the medium: after a burst
+/// of cached random writes it takes about as long as writing them there (one
+/// positioning per extent), while on a clean cache it costs only the command
+/// overhead. Writes queued after it wait for it.
+#[test]
+fn flush_destages_the_write_cache() {
+    let p = preset("sata-2009");
+    let n = 64;
+    let writes: Vec<Io> = random_reads(p.capacity_sectors, n, 8, 23)
+        .into_iter()
+        .map(|io| Io { write: true, ..io })
+        .collect();
+    let mut ios: Vec<(u64, Io)> = writes.iter().map(|io| (0, *io)).collect();
+    ios.push((0, common::flush_io()));
+    let mut h = build(&p, 1);
+    let recs = drive(&mut h, 1, &ios);
+    let acked = recs[n - 1].done;
+    let flushed = recs[n].done - acked;
+    // Each destaged extent is a random positioning: at least the average seek
+    // less the track-to-track time, on average, per extent.
+    let floor = n as u64 * (p.seek_average_ns / 2);
+    println!(
+        "sata-2009: {n} cached 4 KiB writes acked by {} us, flush took {} us",
+        acked / 1000,
+        flushed / 1000
+    );
+    let ack_each = p.overhead_write_ns + 4096 * 1_000_000_000 / p.interface_bytes_per_s;
+    assert!(
+        acked <= n as u64 * ack_each * 11 / 10,
+        "cached writes are acknowledged fast"
+    );
+    assert!(flushed >= floor, "flush {flushed} ns < {floor} ns");
+
+    // A clean cache: the flush is the write overhead.
+    let mut h = build(&p, 1);
+    let recs = drive(&mut h, 1, &[(0, common::flush_io())]);
+    assert_eq!(recs[0].done, p.overhead_write_ns);
+    assert!(h.write_cache_dirty_sectors() == 0);
+}

@@ -44,6 +44,43 @@ impl Boundary {
     }
 }
 
+/// Whether a direct write may allocate blocks in a hole (`get_more_blocks`'
+/// `create` argument, and what the file system's `get_block` does with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DioHoles {
+    /// `blockdev_direct_IO` (`DIO_LOCKING`, `DIO_SKIP_HOLES` from 2.6.33): ext2,
+    /// ext3, and ext4 before 2.6.32. Blocks are created only beyond `i_size`; a
+    /// hole inside `i_size` ends the direct write with `-ENOTBLK`, and
+    /// `__generic_file_aio_write` writes the rest through the page cache
+    /// (`generic_file_buffered_write`, then `filemap_write_and_wait_range` and
+    /// `invalidate_mapping_pages`). That fallback is not modelled: such a write
+    /// is refused with a reason.
+    SkipHoles,
+    /// ext4 from 2.6.32 (`ext4_ext_direct_IO`, commit 4c0425ff): a write wholly
+    /// inside `i_size` maps through `ext4_get_block_dio_write`, which ignores the
+    /// `create` it is given and allocates the hole as an uninitialized extent
+    /// (converted after the I/O); a write reaching past `i_size` takes
+    /// `ext4_ind_direct_IO`, i.e. `SkipHoles`.
+    Ext4DioWrite,
+    /// XFS: `xfs_vm_direct_IO` passes no `DIO_SKIP_HOLES`, so `create` is set for
+    /// every write and `xfs_get_blocks_direct` → `xfs_iomap_write_direct`
+    /// allocates (unwritten extents inside EOF).
+    Allocate,
+}
+
+impl DioHoles {
+    /// `get_more_blocks`: does this write ask `get_block` to create block
+    /// `block_in_file` of a request `[offset, offset + len)`?
+    fn create(self, block_in_file: u64, blkbits: u32, offset: u64, len: u64, i_size: u64) -> bool {
+        let beyond = block_in_file >= i_size >> blkbits;
+        match self {
+            DioHoles::SkipHoles => beyond,
+            DioHoles::Ext4DioWrite => beyond || offset + len <= i_size,
+            DioHoles::Allocate => true,
+        }
+    }
+}
+
 /// Queue limits `bio_add_page` and `bio_get_nr_vecs` consult.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BioLimits {
@@ -253,6 +290,7 @@ pub fn build(
     len: u64,
     variant: Boundary,
     limits: BioLimits,
+    holes: DioHoles,
     plan: &mut DioPlan,
 ) -> Result<(), FsError> {
     let blkbits = fs.blkbits();
@@ -270,7 +308,7 @@ pub fn build(
     if fast_path(fs, ino, write, offset, len, limits, i_size, plan)? {
         return Ok(());
     }
-    build_walk(fs, ino, write, offset, len, variant, limits, plan)
+    build_walk(fs, ino, write, offset, len, variant, limits, holes, plan)
 }
 
 /// The common case in one step: page-sized blocks, and the first `get_block` maps
@@ -334,6 +372,7 @@ pub fn build_walk(
     len: u64,
     variant: Boundary,
     limits: BioLimits,
+    holes: DioHoles,
     plan: &mut DioPlan,
 ) -> Result<(), FsError> {
     let blkbits = fs.blkbits();
@@ -379,10 +418,7 @@ pub fn build_walk(
             let offset_in_page = block_in_page << blkbits;
             if blocks_available == 0 {
                 // get_more_blocks: ask for everything that is left.
-                let mut create = write;
-                if block_in_file < (i_size >> blkbits) {
-                    create = false; // DIO_SKIP_HOLES inside i_size
-                }
+                let create = write && holes.create(block_in_file, blkbits, offset, len, i_size);
                 let m = match fs.get_block(ino, block_in_file, final_block - block_in_file, create)
                 {
                     Ok(m) => m,
@@ -402,8 +438,16 @@ pub fn build_walk(
             if !mapped {
                 // Holes.
                 if write {
-                    // -ENOTBLK: the caller falls back to buffered I/O.
-                    break 'pages;
+                    // -ENOTBLK: __generic_file_aio_write would write the rest
+                    // through the page cache; that fallback is not modelled.
+                    *plan = dio.plan;
+                    return Err(FsError::Unsupported(format!(
+                        "an O_DIRECT write at offset {offset} length {len} meets a hole at \
+                         offset {} inside the file's size ({i_size} bytes); the kernel \
+                         writes the rest through the page cache (-ENOTBLK fallback in \
+                         __generic_file_aio_write), which iostack does not model yet",
+                        block_in_file << blkbits
+                    )));
                 }
                 let i_size_aligned = i_size.div_ceil(bs) * bs;
                 if block_in_file >= i_size_aligned >> blkbits {
@@ -499,9 +543,9 @@ mod tests {
             let on_raw = i % 4 == 0;
             let g: &mut dyn GetBlock = if on_raw { &mut raw } else { &mut f };
             let (mut a, mut b) = (DioPlan::default(), DioPlan::default());
-            let ra = build(g, ino, false, off, len, v, LIM, &mut a);
+            let ra = build(g, ino, false, off, len, v, LIM, DioHoles::SkipHoles, &mut a);
             let g: &mut dyn GetBlock = if on_raw { &mut raw } else { &mut f };
-            let rb = build_walk(g, ino, false, off, len, v, LIM, &mut b);
+            let rb = build_walk(g, ino, false, off, len, v, LIM, DioHoles::SkipHoles, &mut b);
             assert_eq!(ra.is_ok(), rb.is_ok());
             assert_eq!(a, b, "offset {off} len {len} {v:?} raw={on_raw}");
         }
@@ -527,7 +571,18 @@ mod tests {
     fn kib(v: Boundary, off: u64, len: u64) -> Vec<u64> {
         let (mut f, ino) = fs();
         let mut p = DioPlan::default();
-        build(&mut f, ino, false, off, len, v, LIM, &mut p).unwrap();
+        build(
+            &mut f,
+            ino,
+            false,
+            off,
+            len,
+            v,
+            LIM,
+            DioHoles::SkipHoles,
+            &mut p,
+        )
+        .unwrap();
         p.bios.iter().map(|b| b.sectors as u64 / 2).collect()
     }
 
@@ -567,6 +622,7 @@ mod tests {
             64 << 10,
             Boundary::PerChunk,
             LIM,
+            DioHoles::SkipHoles,
             &mut p,
         )
         .unwrap();
@@ -596,6 +652,7 @@ mod tests {
             64 << 10,
             Boundary::PerChunk,
             LIM,
+            DioHoles::SkipHoles,
             &mut p,
         )
         .unwrap();
@@ -609,6 +666,7 @@ mod tests {
             8192,
             Boundary::PerChunk,
             LIM,
+            DioHoles::SkipHoles,
             &mut p,
         )
         .unwrap();
@@ -622,6 +680,7 @@ mod tests {
             4096,
             Boundary::PerChunk,
             LIM,
+            DioHoles::SkipHoles,
             &mut p
         )
         .is_err());

@@ -77,6 +77,8 @@ pub enum FsError {
     TooLarge(u64),
     /// `-EINVAL`: a request or parameter the file system rejects.
     Invalid(String),
+    /// A kernel path iostack does not model; the input is refused.
+    Unsupported(String),
 }
 
 impl std::fmt::Display for FsError {
@@ -96,6 +98,7 @@ impl std::fmt::Display for FsError {
                 )
             }
             FsError::Invalid(m) => write!(f, "invalid request (EINVAL): {m}"),
+            FsError::Unsupported(m) => write!(f, "not modelled: {m}"),
         }
     }
 }

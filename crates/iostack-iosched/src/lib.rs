@@ -1,6 +1,10 @@
 //! I/O scheduling policies, one file each, behind `iostack_block::Elevator`.
-//! Each exports its tunable table and a constructor; `by_name` is the registry
-//! (`elv_register`). This crate depends on `iostack-block`, never the reverse.
+//! Each is registered here by a [`SchedulerDesc`] (`struct elevator_type`): its
+//! name, the kernel profiles that have it, its tunable table and a constructor.
+//! [`by_name`] is `elevator_get`; it refuses a scheduler the profile's kernel
+//! lacks and tunables of a scheduler that is not the one selected. `--help`,
+//! `iostack tunables` and docs/tunables.md are generated from [`SCHEDULERS`].
+//! This crate depends on `iostack-block`, never the reverse.
 
 pub mod anticipatory;
 pub mod cfq;
@@ -9,50 +13,202 @@ pub mod elv_rb;
 pub mod noop;
 
 use iostack_block::Elevator;
-use iostack_core::{TunableDef, Tunables};
+use iostack_core::{Profile, TunableDef, Tunables};
 
-/// Registered schedulers: (name, description).
-pub const SCHEDULERS: &[(&str, &str)] = &[
-    (
-        "noop",
-        "FIFO insertion order; merging only (block/noop-iosched.c)",
-    ),
-    (
-        "deadline",
-        "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",
-    ),
-    (
-        "anticipatory",
-        "deadline-like batches plus anticipation of the last sync reader, 2.6.32 (block/as-iosched.c)",
-    ),
-    (
-        "cfq",
-        "per-process time slices with idling, 2.6.32 / 2.6.33-36 / 2.6.37 (block/cfq-iosched.c)",
-    ),
+/// One registered scheduler (`struct elevator_type` + `elv_register`).
+pub struct SchedulerDesc {
+    /// `elevator_name`, as `queue/scheduler` shows it.
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// The kernels that ship it, in words (for messages and help).
+    pub kernels: &'static str,
+    /// Whether a profile's kernel has it.
+    pub in_profile: fn(Profile) -> bool,
+    /// `elevator_attrs`: its tunables (`iosched/NAME/...`).
+    pub tunables: &'static [TunableDef],
+    /// `elevator_init_fn`, configured from the tunables.
+    pub build: fn(&Tunables) -> Box<dyn Elevator>,
+}
+
+impl std::fmt::Debug for SchedulerDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerDesc")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// The legacy single-queue schedulers modelled here exist from 2.6.0 until the
+/// legacy block layer was removed in 5.0; 2.4 had `elevator_linus` and its own
+/// `elevator_noop`, 6.x only blk-mq schedulers (none, mq-deadline, bfq, kyber).
+fn legacy_2_6_to_4_x(p: Profile) -> bool {
+    p > Profile::V2_4 && p < Profile::V6
+}
+
+/// Registered schedulers, in `elv_register` order of the kernels.
+pub const SCHEDULERS: &[SchedulerDesc] = &[
+    SchedulerDesc {
+        name: "noop",
+        doc: "FIFO insertion order; merging only (block/noop-iosched.c)",
+        kernels: "2.6.0 to 4.20 (the legacy block layer)",
+        in_profile: legacy_2_6_to_4_x,
+        tunables: &[],
+        build: |_| Box::new(noop::Noop::new()),
+    },
+    SchedulerDesc {
+        name: "deadline",
+        doc: "per-direction sector-sorted batches with FIFO expiry (block/deadline-iosched.c)",
+        kernels: "2.6.0 to 4.20 (the legacy block layer; 5.0+ has blk-mq's mq-deadline)",
+        in_profile: legacy_2_6_to_4_x,
+        tunables: deadline::TUNABLES,
+        build: |t| {
+            Box::new(deadline::Deadline::new(
+                deadline::DeadlineConfig::from_tunables(t),
+            ))
+        },
+    },
+    SchedulerDesc {
+        name: "anticipatory",
+        doc: "deadline-like batches plus anticipation of the last sync reader, 2.6.32 \
+              (block/as-iosched.c)",
+        kernels: "2.6.0 to 2.6.32 (removed in 2.6.33)",
+        in_profile: |p| p > Profile::V2_4 && p <= Profile::V2_6_32,
+        tunables: anticipatory::TUNABLES,
+        build: |t| {
+            Box::new(anticipatory::Anticipatory::new(
+                anticipatory::AsConfig::from_tunables(t),
+            ))
+        },
+    },
+    SchedulerDesc {
+        name: "cfq",
+        doc: "per-process time slices with idling, 2.6.32 / 2.6.33-36 / 2.6.37 \
+              (block/cfq-iosched.c)",
+        kernels: "2.6.6 to 4.20 (the default from 2.6.18)",
+        in_profile: legacy_2_6_to_4_x,
+        tunables: cfq::TUNABLES,
+        build: |t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t))),
+    },
 ];
+
+/// The descriptor named `name`, if registered.
+pub fn find(name: &str) -> Option<&'static SchedulerDesc> {
+    SCHEDULERS.iter().find(|s| s.name == name)
+}
+
+/// The schedulers a profile's kernel has.
+pub fn available(p: Profile) -> impl Iterator<Item = &'static SchedulerDesc> {
+    SCHEDULERS.iter().filter(move |s| (s.in_profile)(p))
+}
 
 /// Every scheduler's tunable table.
 pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
-    vec![deadline::TUNABLES, anticipatory::TUNABLES, cfq::TUNABLES]
+    SCHEDULERS
+        .iter()
+        .map(|s| s.tunables)
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
-/// `elevator_get` by name, configured from the tunables.
-pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
-    match name {
-        "noop" => Ok(Box::new(noop::Noop::new())),
-        "deadline" => Ok(Box::new(deadline::Deadline::new(
-            deadline::DeadlineConfig::from_tunables(t),
-        ))),
-        "anticipatory" => Ok(Box::new(anticipatory::Anticipatory::new(
-            anticipatory::AsConfig::from_tunables(t),
-        ))),
-        "cfq" => Ok(Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
-        _ => {
-            let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
-            Err(format!(
-                "unknown I/O scheduler '{name}' (available: {})",
-                names.join(" ")
-            ))
+/// Why profile `p` has no modelled scheduler named `name`, or none at all.
+fn not_in_profile(d: &SchedulerDesc, p: Profile) -> String {
+    let have: Vec<&str> = available(p).map(|s| s.name).collect();
+    let what = if have.is_empty() {
+        match p {
+            Profile::V2_4 => "2.4's elevator_linus and elevator_noop are not modelled".to_string(),
+            Profile::V6 => "6.x has only blk-mq schedulers (none, mq-deadline, bfq, kyber), \
+                            which are not modelled"
+                .to_string(),
+            _ => "no scheduler is modelled for it".to_string(),
         }
+    } else {
+        format!("it has {}", have.join(", "))
+    };
+    format!(
+        "I/O scheduler '{}' is not in kernel {p}: it exists in {}; {what}",
+        d.name, d.kernels
+    )
+}
+
+/// The registry's checks: `name` exists, the profile's kernel has it, and no
+/// tunable of another scheduler was set.
+pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String> {
+    let Some(d) = find(name) else {
+        let names: Vec<&str> = SCHEDULERS.iter().map(|s| s.name).collect();
+        return Err(format!(
+            "unknown I/O scheduler '{name}' (available: {})",
+            names.join(" ")
+        ));
+    };
+    if !(d.in_profile)(t.profile()) {
+        return Err(not_in_profile(d, t.profile()));
+    }
+    for set in t.overridden() {
+        if let Some(rest) = set.strip_prefix("iosched/") {
+            let owner = rest.split('/').next().unwrap_or("");
+            if owner != name {
+                return Err(format!(
+                    "tunable '{set}' belongs to the {owner} scheduler, but the scheduler is \
+                     {name}; select it with --sched {owner} (or `scheduler = \"{owner}\"`) \
+                     or drop the setting"
+                ));
+            }
+        }
+    }
+    Ok(d)
+}
+
+/// `elevator_get` by name, configured from the tunables, after [`check`].
+pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
+    let d = check(name, t)?;
+    Ok((d.build)(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(p: Profile, sets: &[&str]) -> Tunables {
+        let mut tables = vec![iostack_block::TUNABLES];
+        tables.extend(tunable_tables());
+        let mut t = Tunables::new(p, &tables);
+        for s in sets {
+            t.set_str(s).unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn history_of_the_schedulers() {
+        let names = |p| available(p).map(|s| s.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(Profile::V2_6_32),
+            ["noop", "deadline", "anticipatory", "cfq"]
+        );
+        assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
+        assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
+        assert!(names(Profile::V2_4).is_empty());
+        assert!(names(Profile::V6).is_empty());
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let e = by_name("anticipatory", &t(Profile::V3_10, &[]))
+            .err()
+            .unwrap();
+        assert!(e.contains("removed in 2.6.33"), "{e}");
+        let e = by_name("cfq", &t(Profile::V2_4, &[])).err().unwrap();
+        assert!(e.contains("elevator_linus"), "{e}");
+        let e = by_name("deadline", &t(Profile::V6, &[])).err().unwrap();
+        assert!(e.contains("blk-mq"), "{e}");
+        let e = by_name(
+            "deadline",
+            &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"]),
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("belongs to the cfq scheduler"), "{e}");
+        assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
+        assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
     }
 }

@@ -258,5 +258,5 @@ fn version_defaults_follow_the_profile_and_tunables_convert_to_jiffies() {
     t.set_str("iosched/cfq/slice_idle=3").unwrap();
     let c = iostack_iosched::cfq::CfqConfig::from_tunables(&t);
     assert_eq!(c.slice_idle, 1); // msecs_to_jiffies(3) at HZ=250
-    assert!(iostack_iosched::SCHEDULERS.iter().any(|s| s.0 == "cfq"));
+    assert!(iostack_iosched::SCHEDULERS.iter().any(|s| s.name == "cfq"));
 }

@@ -11,6 +11,18 @@ use iostack_core::{Slab, TaskId};
 use iostack_des::{Duration, Instant};
 use std::collections::{BTreeMap, VecDeque};
 
+/// The inode number standing for the mounted file system's block device
+/// (mapping 0).
+pub const BDEV_INO: u32 = u32::MAX;
+/// The inode number standing for the whole disk when the file system is on a
+/// partition.
+pub const DISK_INO: u32 = u32::MAX - 1;
+
+/// Is this mapping a block device's own page cache?
+pub fn is_bdev(ino: u32) -> bool {
+    ino >= DISK_INO
+}
+
 /// A page-cache bio in flight.
 #[derive(Clone, Copy, Debug)]
 pub struct BufBio {
@@ -62,7 +74,7 @@ pub struct WbPages {
 pub struct Vm {
     pub cfg: VmConfig,
     pub maps: Vec<AddressSpace>,
-    /// Inode number of each mapping (`u32::MAX` for the block device).
+    /// Inode number of each mapping (`BDEV_INO`, `DISK_INO` for block devices).
     pub map_ino: Vec<u32>,
     pub by_ino: BTreeMap<u32, u32>,
     pub bufbios: Slab<BufBio>,
@@ -131,7 +143,7 @@ impl Vm {
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
-        vm.map_ino.push(u32::MAX);
+        vm.map_ino.push(BDEV_INO);
         vm.i_sync.push(None);
         vm
     }

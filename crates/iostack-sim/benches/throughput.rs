@@ -28,7 +28,7 @@ fn randread(machine_name: &str, sched: &str, ios: u64) -> SimConfig {
             ..ProcSpec::direct_reader("fio", "randread", Target::Device { path: dev }, region)
         }],
         checks: false,
-        time_limit: Duration::secs(1 << 20),
+        until: None,
         machine: m,
     }
 }
@@ -61,7 +61,7 @@ fn buffered_write(bytes: u64) -> SimConfig {
             )
         }],
         checks: false,
-        time_limit: Duration::secs(1 << 20),
+        until: None,
         machine: m,
     }
 }

@@ -133,7 +133,7 @@ impl Simulation {
             let mut l = first;
             while l < first + n {
                 let want = first + n - l;
-                let mb = if ino == u32::MAX {
+                let mb = if crate::bdev::is_bdev(ino) {
                     iostack_fs::BlockMapping {
                         pblk: Some(l),
                         count: want,
@@ -181,7 +181,7 @@ impl Simulation {
         if write {
             let wb = &mut self.vm.wb_pages;
             match self.tasks.kind(task) {
-                _ if map == 0 => wb.bdev += n,
+                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
                 TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
                 TaskKind::KernelThread(_) => wb.kthread += n,
                 TaskKind::Process(_) => wb.dirtier += n,
@@ -189,7 +189,8 @@ impl Simulation {
         }
         let t = self.tasks.get(task);
         let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
-        let dev = self.cfg.machine.fs_dev();
+        let dev = self.map_dev(map);
+        let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -199,11 +200,6 @@ impl Simulation {
                 pages: k,
                 write,
             });
-            let flags = if write {
-                ReqFlags::WRITE
-            } else {
-                ReqFlags::READ
-            };
             let bio = Bio {
                 dev,
                 sector: (pblk + off) * spp,
@@ -223,6 +219,20 @@ impl Simulation {
             self.tasks.get_mut(task).pending.push_back(bio);
             off += k;
         }
+    }
+
+    /// The `rw` of a page-cache bio: readahead reads, and writeback flagged by
+    /// the job's sync mode and the file system's `->writepage` path
+    /// (`ReqFlags::writeback`).
+    fn page_bio_flags(&mut self, task: TaskId, map: u32, write: bool) -> ReqFlags {
+        let profile = self.cfg.tunables.profile();
+        if !write {
+            return ReqFlags::readahead(profile);
+        }
+        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
+            && self.fs.writepage_kind() == WritepageKind::Mpage;
+        let sync_all = self.job_of(task).wbc.sync_all;
+        ReqFlags::writeback(profile, sync_all, mpage)
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.
@@ -303,7 +313,7 @@ impl Simulation {
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
         let ino = self.vm.map_ino[op.map as usize];
-        if let Err(e) = self.fs.write_begin(ino, op.pos, n) {
+        if let Err(e) = self.write_begin(ino, op.pos, n) {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
@@ -315,10 +325,7 @@ impl Simulation {
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
-        let gb = self.fs.get_block();
-        if gb.i_size(ino) < end_bytes {
-            gb.set_i_size(ino, end_bytes);
-        }
+        self.extend_i_size(ino, end_bytes);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -587,7 +594,7 @@ impl Simulation {
     fn wcp_pagevec(&mut self, task: TaskId, now: Instant) -> u64 {
         let mut w = self.job_of(task).cur.take().expect("wcp");
         let map = w.map as usize;
-        let kind = if self.vm.map_ino[map] == u32::MAX {
+        let kind = if crate::bdev::is_bdev(self.vm.map_ino[map]) {
             WritepageKind::PerBuffer
         } else {
             self.fs.writepage_kind()
@@ -792,7 +799,7 @@ impl Simulation {
     fn wcp_finish(&mut self, task: TaskId, mut w: Wcp, now: Instant) {
         let is_flusher = task == self.vm.flusher;
         let map = w.map;
-        let kind = if self.vm.map_ino[map as usize] == u32::MAX {
+        let kind = if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) {
             WritepageKind::PerBuffer
         } else {
             self.fs.writepage_kind()

@@ -8,7 +8,7 @@ use crate::stats::RunResult;
 use crate::workload::ProcSpec;
 use crate::{tunable_tables, SimConfig, SimError, Simulation};
 use iostack_core::{Profile, TraceSink, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -414,7 +414,7 @@ impl Experiment {
                 seed,
                 procs,
                 checks: true,
-                time_limit: Duration::secs(3600),
+                until: None,
             })
         };
         inner().map_err(|e| e.in_variant(&self.name, &v.name))
@@ -439,6 +439,10 @@ impl Experiment {
             }
             let (result, mut sinks) = sim.run();
             sinks.remove(0); // the checker
+            if !result.ending.is_complete() {
+                let ending = SimError::Run(result.ending.to_string());
+                return Err(ending.in_variant(&self.name, &v.name));
+            }
             if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
                 return Err(SimError::Run(e).in_variant(&self.name, &v.name));
             }

@@ -408,9 +408,67 @@ fn sizes_of(
     }
     let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
     if let (true, Some(end)) = (on_fs, end) {
-        fits_on_disk(end, m).map_err(|e| at.err(Some("size"), format!("size={size}: {e}")))?;
+        fits_on_disk(end, m).map_err(|e| {
+            if offset == 0 && offset_inc == 0 {
+                at.err(Some("size"), format!("size={size}: {e}"))
+            } else {
+                at.err(
+                    Some("offset"),
+                    format!("offset={offset} + size={size}: {e}"),
+                )
+            }
+        })?;
     }
     Ok((size, io_size, offset, offset_inc))
+}
+
+/// fio's `REAL_MAX_JOBS`: more processes than this and fio stops with "maximum
+/// number of jobs reached".
+const MAX_FIO_JOBS: usize = 4096;
+
+/// The deepest queue a job may ask for: the default `fs.aio-max-nr` (65536), the
+/// most events one `io_setup` can get.
+const MAX_IODEPTH: u32 = 65536;
+
+/// The job's clone count and queue depth are ones fio and the kernel would run.
+fn counts_fit(j: &iostack_workload::JobSpec, so_far: usize, at: &JobAt) -> Result<(), SimError> {
+    if so_far.saturating_add(j.numjobs as usize) > MAX_FIO_JOBS {
+        let msg = format!(
+            "numjobs={} brings the processes to more than fio's {MAX_FIO_JOBS} (REAL_MAX_JOBS)",
+            j.numjobs
+        );
+        return Err(at.err(Some("numjobs"), msg));
+    }
+    if j.iodepth > MAX_IODEPTH {
+        let msg = format!(
+            "iodepth={} is more than the {MAX_IODEPTH} events io_setup allows (fs.aio-max-nr)",
+            j.iodepth
+        );
+        return Err(at.err(Some("iodepth"), msg));
+    }
+    Ok(())
+}
+
+/// The longest a job's `startdelay` plus `runtime` may be: 2^62 ns (146 years),
+/// so that adding it to any simulated clock reading cannot overflow 64 bits.
+const MAX_JOB_TIME_NS: u64 = 1 << 62;
+
+/// A job's times fit the simulated clock.
+fn times_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let total = j.startdelay_ns.checked_add(j.runtime_ns);
+    if total.is_none_or(|t| t > MAX_JOB_TIME_NS) {
+        let option = if j.startdelay_ns > j.runtime_ns {
+            "startdelay"
+        } else {
+            "runtime"
+        };
+        let msg = format!(
+            "startdelay ({} ns) + runtime ({} ns) exceed the simulated clock's {MAX_JOB_TIME_NS} ns",
+            j.startdelay_ns, j.runtime_ns
+        );
+        return Err(at.err(Some(option), msg));
+    }
+    Ok(())
 }
 
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
@@ -429,7 +487,14 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let at = JobAt(j);
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
+        if j.time_based && j.runtime_ns == 0 {
+            let msg =
+                "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
+            return Err(at.err(Some("time_based"), msg.into()));
+        }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
+        times_fit(j, &at)?;
+        counts_fit(j, out.procs.len(), &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
         let prio = j.prio.unwrap_or(4) as u8;
         for clone in 0..j.numjobs {

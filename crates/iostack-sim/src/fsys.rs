@@ -10,7 +10,7 @@ pub fn build(
     m: &crate::machine::Machine,
     t: &iostack_core::Tunables,
     fs_sectors: u64,
-) -> Result<Box<dyn MountedFs>, crate::world::SimError> {
+) -> Result<Box<dyn MountedFs>, crate::error::SimError> {
     use crate::machine::FsKind;
     let bs = m.fs_block_size as u64;
     match m.fs {
@@ -56,7 +56,7 @@ fn mounted<T: ExtentFs + 'static>(
     mkfs: &str,
     fs: Result<T, FsError>,
     kind: WritepageKind,
-) -> Result<Box<dyn MountedFs>, crate::world::SimError> {
-    let fs = fs.map_err(|e| crate::world::SimError(format!("{mkfs}: {e}")))?;
+) -> Result<Box<dyn MountedFs>, crate::error::SimError> {
+    let fs = fs.map_err(|e| crate::error::SimError(format!("{mkfs}: {e}")))?;
     Ok(Box::new(DelallocFs { fs, kind }))
 }

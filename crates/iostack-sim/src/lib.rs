@@ -2,6 +2,7 @@
 //! tunables, a scheduler, a workload and a seed go in; a run of the simulated stack
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
+mod bdev;
 mod buffered;
 pub mod check;
 mod error;
@@ -10,6 +11,7 @@ pub mod frontend;
 pub mod fsys;
 mod lazyinit;
 pub mod machine;
+mod runend;
 pub mod stats;
 mod task;
 pub mod workload;
@@ -18,6 +20,7 @@ mod writepage;
 
 pub use error::SimError;
 pub use machine::{MachineError, MachineErrorKind};
+pub use runend::RunEnd;
 pub use world::{tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
 
 /// A hash of everything a run depends on besides the seed: machine, profile and

@@ -350,8 +350,11 @@ pub enum KeyValue {
         max: u64,
         set: fn(&mut Machine, u64),
     },
-    /// A word, checked by the setter.
-    Text(fn(&mut Machine, &str) -> Result<(), String>),
+    /// A word, checked by the setter; `values` says which.
+    Text {
+        values: &'static str,
+        set: fn(&mut Machine, &str) -> Result<(), String>,
+    },
 }
 
 /// One key of a machine file, declared once: parsing, ranges and errors come from
@@ -405,13 +408,14 @@ const fn int(
 
 const fn text(
     name: &'static str,
+    values: &'static str,
     set: fn(&mut Machine, &str) -> Result<(), String>,
     doc: &'static str,
 ) -> MachineKey {
     MachineKey {
         name,
         unit: "",
-        value: KeyValue::Text(set),
+        value: KeyValue::Text { values, set },
         doc,
     }
 }
@@ -420,16 +424,19 @@ const fn text(
 pub const KEYS: &[MachineKey] = &[
     text(
         "device",
+        "a device preset",
         set_device,
         "device model preset (`iostack-device` presets)",
     ),
     text(
         "disk_name",
+        "letters, digits, _",
         set_disk_name,
         "name of the disk node under /dev (sda, dasdc)",
     ),
     text(
         "mount",
+        "an absolute directory",
         set_mount,
         "mount point of the file system (/mnt/test)",
     ),
@@ -469,14 +476,16 @@ pub const KEYS: &[MachineKey] = &[
     ),
     text(
         "partition",
+        "none",
         set_partition,
         "`none`: the file system is on the whole disk",
     ),
-    text("fs", set_fs, "file system: ext2, ext3, ext4, xfs"),
+    text("fs", "ext2, ext3, ext4, xfs", set_fs, "file system"),
     text(
         "fs_block_size",
+        "1024, 2048, 4096",
         set_fs_block_size,
-        "file-system block size: 1024, 2048, 4096",
+        "file-system block size",
     ),
     int(
         "cpus",
@@ -536,7 +545,12 @@ pub const KEYS: &[MachineKey] = &[
         |m, v| m.mem_unavailable_bytes = v << 20,
         "memory that is not page cache (below mem_mb)",
     ),
-    text("scheduler", set_scheduler, "default I/O scheduler"),
+    text(
+        "scheduler",
+        "a scheduler name",
+        set_scheduler,
+        "default I/O scheduler",
+    ),
 ];
 
 fn set_device(m: &mut Machine, v: &str) -> Result<(), String> {
@@ -630,7 +644,9 @@ pub fn apply(m: &mut Machine, key: &str, value: &str) -> Result<(), MachineError
         KeyValue::Int { min, max, set } => {
             set(m, parse_int(value, min, max, def.unit).map_err(err)?)
         }
-        KeyValue::Text(set) => set(m, value).map_err(|e| err(MachineErrorKind::Invalid(e)))?,
+        KeyValue::Text { set, .. } => {
+            set(m, value).map_err(|e| err(MachineErrorKind::Invalid(e)))?
+        }
     }
     Ok(())
 }
@@ -683,6 +699,33 @@ pub fn validate(m: &Machine) -> Result<(), MachineError> {
         }
     }
     Ok(())
+}
+
+/// The machine-file reference (`docs/machine.md`), generated from `KEYS`.
+pub fn keys_markdown() -> String {
+    let mut s = String::from(
+        "# Machine files\n\nGenerated from `iostack_sim::machine::KEYS` (do not edit; a test \
+         checks it is current). A machine file is `key = value` lines with `#` comments; \
+         `base = PRESET` (first) starts from a preset, else `sata-2009`. A value outside \
+         its range is refused with `file:line: key 'name': ...`, never wrapped.\n\n\
+         | key | unit | values | description |\n|---|---|---|---|\n| `base` | | ",
+    );
+    let presets: Vec<&str> = MACHINES.iter().map(|(n, _)| *n).collect();
+    s.push_str(&format!(
+        "{} | preset to start from |\n",
+        presets.join(", ")
+    ));
+    for k in KEYS {
+        let values = match k.value {
+            KeyValue::Int { min, max, .. } => format!("{min}..={max}"),
+            KeyValue::Text { values, .. } => values.to_string(),
+        };
+        s.push_str(&format!(
+            "| `{}` | {} | {values} | {} |\n",
+            k.name, k.unit, k.doc
+        ));
+    }
+    s
 }
 
 /// Parse a machine file: `key = value` lines, `#` comments. `base = PRESET` (first)
@@ -826,5 +869,18 @@ mod tests {
         );
         let e = parse_file("x.m", "disk_name = ../sda\n").unwrap_err();
         assert!(e.to_string().starts_with("x.m:1: key 'disk_name'"), "{e}");
+    }
+
+    #[test]
+    fn the_machine_reference_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/machine.md");
+        if std::env::var("IOSTACK_BLESS").as_deref() == Ok("1") {
+            std::fs::write(&path, keys_markdown()).unwrap();
+        }
+        let doc = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            doc == keys_markdown(),
+            "docs/machine.md is stale: IOSTACK_BLESS=1 cargo test -p iostack-sim --lib machine"
+        );
     }
 }

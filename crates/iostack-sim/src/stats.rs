@@ -236,6 +236,9 @@ pub struct RunResult {
     pub files: Vec<FileLayout>,
     pub queue: QueueStats,
     pub end: Instant,
+    /// How the run ended: complete, cut at the user's limit, or stopped with
+    /// work that could not be done.
+    pub ending: crate::RunEnd,
     pub events: u64,
     pub scheduler: String,
 }

@@ -57,8 +57,9 @@ pub struct SimConfig {
     pub procs: Vec<ProcSpec>,
     /// Run the full invariant checks after every event.
     pub checks: bool,
-    /// Hard stop for runaway runs.
-    pub time_limit: Duration,
+    /// A limit the user set (`--until`): the run stops there, its result marked
+    /// truncated. Without one the run goes on until the workload ends.
+    pub until: Option<Duration>,
 }
 
 pub(crate) use crate::error::SimError;
@@ -206,6 +207,19 @@ pub fn tunable_tables() -> Vec<&'static [iostack_core::TunableDef]> {
     ];
     v.extend(iostack_iosched::tunable_tables());
     v
+}
+
+/// Whether the mounted file system's direct writes allocate holes, by kernel
+/// (see `DioHoles`).
+fn dio_holes(cfg: &SimConfig) -> dio::DioHoles {
+    use crate::machine::FsKind;
+    match cfg.machine.fs {
+        FsKind::Xfs => dio::DioHoles::Allocate,
+        FsKind::Ext4 if cfg.tunables.profile() >= iostack_core::Profile::V2_6_32 => {
+            dio::DioHoles::Ext4DioWrite
+        }
+        _ => dio::DioHoles::SkipHoles,
+    }
 }
 
 /// Flags of an O_DIRECT write for the `dio/write_flags` variant, as each kernel's
@@ -478,11 +492,18 @@ impl Simulation {
                 end_fsync_done: false,
                 spec,
             });
-            if let Backing::File(ino) = backing {
-                let size = self.fs.get_block().i_size(ino);
-                let map = self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE));
-                self.procs.last_mut().unwrap().map = map;
-            }
+            let map = match backing {
+                Backing::File(ino) => {
+                    let size = self.fs.get_block().i_size(ino);
+                    self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE))
+                }
+                // Buffered I/O on a device node goes through its own page cache.
+                Backing::Raw { dev, size } if !self.procs.last().unwrap().spec.direct => {
+                    self.bdev_map(dev, size)
+                }
+                Backing::Raw { .. } => 0,
+            };
+            self.procs.last_mut().unwrap().map = map;
         }
         Ok(())
     }
@@ -496,7 +517,8 @@ impl Simulation {
     /// Run, and hand back the I/O observer too.
     pub fn run_observed(mut self) -> RunOutput {
         self.start_ready_procs(Instant::ZERO);
-        let limit = Instant::ZERO + self.cfg.time_limit;
+        let limit = self.cfg.until.map(|d| Instant::ZERO + d);
+        let mut until_hit = None;
         let mut last_work = Instant::ZERO;
         let mut vm_stats = crate::stats::VmStats {
             dirty_limit: self.vm.cfg.limits.dirty,
@@ -505,7 +527,8 @@ impl Simulation {
             ..Default::default()
         };
         while let Some(s) = self.evq.pop() {
-            if s.at > limit {
+            if let Some(l) = limit.filter(|&l| s.at > l) {
+                until_hit = Some(l);
                 break;
             }
             self.events += 1;
@@ -529,26 +552,18 @@ impl Simulation {
             vm_stats.max_dirty_writeback = vm_stats
                 .max_dirty_writeback
                 .max(dirty + self.vm.nr_writeback);
+            if matches!(s.event, Ev::WritebackTimer) && self.stalled_on_timer() {
+                break;
+            }
         }
         // The periodic writeback timer does not extend a run.
-        let end = last_work;
+        let end = until_hit.unwrap_or(last_work);
+        let ending = self.run_end(until_hit, end);
         vm_stats.lock_waits = self.vm.lock_waits;
         vm_stats.redirtied = self.vm.ext4_redirtied;
         vm_stats.wb_pages = self.vm.wb_pages;
         self.tracer.finish(end);
         let sinks = self.tracer.take_sinks();
-        if !self.tasks.processes_alive() {
-            assert!(
-                self.queue.idle(),
-                "block layer not idle after all processes finished: {}, flusher {:?}, bios \
-                 pending {}, lazyinit throttled {}, congestion waiters {:?}",
-                self.queue.busy_summary(),
-                std::mem::discriminant(&self.vm.flusher_state),
-                self.tasks.pending_bios(),
-                self.lazy.throttle.is_some(),
-                self.vm.congestion_waiters,
-            );
-        }
         let mut files: Vec<crate::stats::FileLayout> = Vec::new();
         let mut seen: Vec<u32> = Vec::new();
         for p in &self.procs {
@@ -581,6 +596,7 @@ impl Simulation {
             files,
             queue: *self.queue.stats(),
             end,
+            ending,
             events: self.events,
             scheduler: self.queue.elevator_name().to_string(),
         };
@@ -874,6 +890,7 @@ impl Simulation {
                 len,
                 self.boundary,
                 self.bio_limits,
+                dio_holes(&self.cfg),
                 &mut plan,
             ),
             Backing::Raw { size, .. } => {
@@ -886,6 +903,8 @@ impl Simulation {
                     len,
                     self.boundary,
                     self.bio_limits,
+                    // A block device has no holes (blkdev_get_block maps all).
+                    dio::DioHoles::SkipHoles,
                     &mut plan,
                 )
             }
@@ -915,8 +934,14 @@ impl Simulation {
         let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
-            // Entirely a hole or past EOF: no I/O, completes at once.
+            // Entirely a hole or past EOF: no I/O, completes at once. A sync
+            // caller waits for it like for any I/O (io_done wakes it); an async
+            // one goes on to its next I/O.
             self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
+            match p.spec.engine {
+                Engine::Sync => self.tasks.block(TaskId(pi), Blocked::OnIo),
+                Engine::Async => self.schedule_task(TaskId(pi), now + cost),
+            }
             return;
         }
         p.submitting = Some((slot, 0));
@@ -1123,7 +1148,16 @@ fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
                 break;
             }
         }
-        w = next.expect("a free block exists while randmap_left > 0");
+        let Some(nw) = next else {
+            // Every block this direction can reach is done, though the map (sized
+            // from the smallest block size over both directions, as fio's
+            // `init_random_map` sizes its axmap from `rw_min_bs`) has free bits
+            // beyond: fio's offset check fails and the pass ends
+            // (`get_next_rand_block` → `fio_file_reset`), so start a new pass.
+            p.randmap_left = 0;
+            return next_random_block(p, blocks);
+        };
+        w = nw;
         free = free_in(&p.randmap, w, 0);
     }
     let bit = free.trailing_zeros() as u64;

@@ -96,7 +96,7 @@ impl Simulation {
     /// The block of one page for writeback (allocating delayed blocks).
     pub(crate) fn map_page(&mut self, map: u32, page: u64) -> u64 {
         let ino = self.vm.map_ino[map as usize];
-        if ino == u32::MAX {
+        if crate::bdev::is_bdev(ino) {
             return page;
         }
         match writepage::block_of_page(&mut *self.fs, ino, page) {

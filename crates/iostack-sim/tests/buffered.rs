@@ -3,7 +3,7 @@
 //! the writeback order of a throttled dirtier and pdflush on one inode.
 
 use iostack_core::{Action, Profile, ReqFlags, TraceEvent, TraceSink, Tunables};
-use iostack_des::{Duration, Instant, Seed};
+use iostack_des::{Instant, Seed};
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
 use std::cell::RefCell;
@@ -55,7 +55,7 @@ fn cfg(machine_text: &str, profile: Profile, sets: &[&str], procs: Vec<ProcSpec>
         seed: Seed(7),
         procs,
         checks: true,
-        time_limit: Duration::secs(3600),
+        until: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! independent one over the trace (`check::Checker`).
 
 use iostack_core::{Profile, Tunables};
-use iostack_des::{Duration, Seed};
+use iostack_des::Seed;
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{check, machine, tunable_tables, SimConfig, Simulation};
 use proptest::prelude::*;
@@ -107,10 +107,14 @@ proptest! {
             // The page cache and writeback over every file system.
             m = machine::parse_file("m", &format!("base = sata-2009\nfs = {fs}\n")).unwrap();
         }
-        let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
+        // Anticipatory exists up to 2.6.32; CFQ's tunables only with CFQ.
+        let profile = if sched == "anticipatory" { Profile::V2_6_32 } else { Profile::V2_6_33 };
+        let mut t = Tunables::new(profile, &tunable_tables());
         t.set("queue/nr_requests", &nr_requests.to_string()).unwrap();
         t.set("dio/boundary", boundary).unwrap();
-        t.set("iosched/cfq/version", cfq_version).unwrap();
+        if sched == "cfq" {
+            t.set("iosched/cfq/version", cfq_version).unwrap();
+        }
         let procs: Vec<ProcSpec> =
             jobs.iter().enumerate().map(|(i, j)| spec(i, j, &m.disk_name)).collect();
         let want: Vec<u64> = procs.iter().map(|p| p.io_size).collect();
@@ -121,7 +125,7 @@ proptest! {
             seed: Seed(seed),
             procs,
             checks: true,
-            time_limit: Duration::secs(3600),
+            until: None,
         }).unwrap();
         sim.attach(Box::new(check::Checker::new(true)));
         let (r, _) = sim.run();
@@ -157,7 +161,7 @@ fn runs_are_deterministic() {
             seed: Seed(42),
             procs: vec![spec(0, &j, &m.disk_name), spec(1, &j, &m.disk_name)],
             checks: true,
-            time_limit: Duration::secs(3600),
+            until: None,
             machine: m,
         };
         let (r, _) = Simulation::new(cfg).unwrap().run();
@@ -203,7 +207,7 @@ fn random_map_covers_each_block_once_per_pass() {
         seed: Seed(3),
         procs: vec![p],
         checks: true,
-        time_limit: Duration::secs(3600),
+        until: None,
         machine: m,
     })
     .unwrap();

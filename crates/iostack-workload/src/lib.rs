@@ -56,7 +56,9 @@ pub use error::{DdError, ErrorKind, FioError};
 pub use jobfile::{
     parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
 };
-pub use number::{parse_size, parse_time_ns, size_multiplier, TimeUnit, KB_BASE_DEFAULT};
+pub use number::{
+    parse_size, parse_time_ns, size_multiplier, NumberError, TimeUnit, KB_BASE_DEFAULT,
+};
 pub use options::{OptDef, OptKind, Scope, ValueType};
 pub use showcmd::showcmd;
 pub use spec::{

@@ -8,6 +8,69 @@
 /// Unit prefix base (`kb_base`).
 pub const KB_BASE_DEFAULT: u32 = 1024;
 
+/// Why a number, size or time value does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NumberError {
+    /// Nothing but blanks.
+    Empty,
+    /// `0x` without hexadecimal digits after it.
+    BadHex,
+    /// More than fio's 64-bit range.
+    TooLarge,
+    /// `1.5g`: fio would silently truncate.
+    Fractional,
+    /// No digits where a number should be.
+    NotANumber,
+    /// `-10%`.
+    NegativePercentage,
+    /// A size suffix fio does not know.
+    UnknownSuffix(String),
+    /// A time unit fio does not know.
+    UnknownTimeUnit(String),
+    /// Not a plain unsigned integer.
+    NotInteger,
+    /// Not a finite floating point value.
+    NotFloat,
+    /// A negative size.
+    NegativeSize,
+    /// `N%` where a size is needed.
+    PercentNotSize,
+    /// A negative time.
+    NegativeTime,
+    /// A time whose nanoseconds do not fit in 64 bits.
+    TimeTooLarge,
+}
+
+impl std::fmt::Display for NumberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NumberError::Empty => f.write_str("empty value"),
+            NumberError::BadHex => f.write_str("bad hexadecimal number"),
+            NumberError::TooLarge => f.write_str("number too large"),
+            NumberError::Fractional => f.write_str("fractional values are not supported"),
+            NumberError::NotANumber => f.write_str("not a number"),
+            NumberError::NegativePercentage => f.write_str("negative percentage"),
+            NumberError::UnknownSuffix(s) => write!(f, "unknown size suffix '{s}'"),
+            NumberError::UnknownTimeUnit(s) => write!(f, "unknown time unit '{s}'"),
+            NumberError::NotInteger => f.write_str("not an integer"),
+            NumberError::NotFloat => f.write_str("not a floating point value"),
+            NumberError::NegativeSize => f.write_str("negative size"),
+            NumberError::PercentNotSize => f.write_str("percentage is not a size"),
+            NumberError::NegativeTime => f.write_str("negative time"),
+            NumberError::TimeTooLarge => f.write_str("time too large"),
+        }
+    }
+}
+
+impl std::error::Error for NumberError {}
+
+/// The option handlers build their messages as text around these.
+impl From<NumberError> for String {
+    fn from(e: NumberError) -> String {
+        e.to_string()
+    }
+}
+
 /// A parsed size-like token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Num {
@@ -75,50 +138,50 @@ fn digits_end(s: &str) -> usize {
 }
 
 /// Parse one size token (`4k`, `0x1000`, `10%`, `-8k`).
-pub(crate) fn parse_size_token(tok: &str, kb_base: u32) -> Result<Num, String> {
+pub(crate) fn parse_size_token(tok: &str, kb_base: u32) -> Result<Num, NumberError> {
     let t = tok.trim_matches(|c: char| c.is_ascii_whitespace());
     if t.is_empty() {
-        return Err("empty value".into());
+        return Err(NumberError::Empty);
     }
     let (neg, body) = split_sign(t);
     if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
         if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err("bad hexadecimal number".into());
+            return Err(NumberError::BadHex);
         }
-        let v = i128::from_str_radix(hex, 16).map_err(|_| "number too large".to_string())?;
+        let v = i128::from_str_radix(hex, 16).map_err(|_| NumberError::TooLarge)?;
         if v > i64::MAX as i128 {
-            return Err("number too large".into());
+            return Err(NumberError::TooLarge);
         }
         return Ok(Num::Int(if neg { -v } else { v }));
     }
     let end = digits_end(body);
     if end == 0 {
         if body.starts_with('.') || body.contains('.') {
-            return Err("fractional values are not supported".into());
+            return Err(NumberError::Fractional);
         }
-        return Err("not a number".into());
+        return Err(NumberError::NotANumber);
     }
     let v: i128 = body[..end]
         .parse::<i128>()
         .ok()
         .filter(|v| *v <= i64::MAX as i128)
-        .ok_or_else(|| "number too large".to_string())?;
+        .ok_or(NumberError::TooLarge)?;
     let suffix = &body[end..];
     if suffix.starts_with('.') {
-        return Err("fractional values are not supported".into());
+        return Err(NumberError::Fractional);
     }
     if suffix == "%" {
         if neg {
-            return Err("negative percentage".into());
+            return Err(NumberError::NegativePercentage);
         }
         return Ok(Num::Percent(v as u64));
     }
     let mult = size_multiplier(suffix, kb_base)
-        .ok_or_else(|| format!("unknown size suffix '{suffix}'"))?;
+        .ok_or_else(|| NumberError::UnknownSuffix(suffix.to_string()))?;
     let r = v
         .checked_mul(mult as i128)
         .filter(|r| *r <= u64::MAX as i128)
-        .ok_or_else(|| "number too large".to_string())?;
+        .ok_or(NumberError::TooLarge)?;
     Ok(Num::Int(if neg { -r } else { r }))
 }
 
@@ -146,60 +209,60 @@ pub(crate) fn time_multiplier_us(suffix: &str, seconds: bool) -> Option<u64> {
 }
 
 /// Parse one time token into microseconds.
-pub(crate) fn parse_time_token(tok: &str, seconds: bool) -> Result<i128, String> {
+pub(crate) fn parse_time_token(tok: &str, seconds: bool) -> Result<i128, NumberError> {
     let t = tok.trim_matches(|c: char| c.is_ascii_whitespace());
     if t.is_empty() {
-        return Err("empty value".into());
+        return Err(NumberError::Empty);
     }
     let (neg, body) = split_sign(t);
     let end = digits_end(body);
     if end == 0 {
-        return Err("not a number".into());
+        return Err(NumberError::NotANumber);
     }
     let v: i128 = body[..end]
         .parse::<i128>()
         .ok()
         .filter(|v| *v <= i64::MAX as i128)
-        .ok_or_else(|| "number too large".to_string())?;
+        .ok_or(NumberError::TooLarge)?;
     let suffix = &body[end..];
     if suffix.starts_with('.') {
-        return Err("fractional values are not supported".into());
+        return Err(NumberError::Fractional);
     }
     let mult = time_multiplier_us(suffix, seconds)
-        .ok_or_else(|| format!("unknown time unit '{suffix}'"))?;
+        .ok_or_else(|| NumberError::UnknownTimeUnit(suffix.to_string()))?;
     let r = v
         .checked_mul(mult as i128)
         .filter(|r| *r <= u64::MAX as i128)
-        .ok_or_else(|| "number too large".to_string())?;
+        .ok_or(NumberError::TooLarge)?;
     Ok(if neg { -r } else { r })
 }
 
 /// Parse an unsigned integer the way fio's `check_int` does (decimal or `0x` hex),
 /// without trailing garbage.
-pub(crate) fn parse_uint_token(tok: &str) -> Result<u64, String> {
+pub(crate) fn parse_uint_token(tok: &str) -> Result<u64, NumberError> {
     let t = tok.trim_matches(|c: char| c.is_ascii_whitespace());
     let t = t.strip_prefix('+').unwrap_or(t);
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err("bad hexadecimal number".into());
+            return Err(NumberError::BadHex);
         }
-        return u64::from_str_radix(hex, 16).map_err(|_| "number too large".into());
+        return u64::from_str_radix(hex, 16).map_err(|_| NumberError::TooLarge);
     }
     if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
-        return Err("not an integer".into());
+        return Err(NumberError::NotInteger);
     }
-    t.parse::<u64>().map_err(|_| "number too large".into())
+    t.parse::<u64>().map_err(|_| NumberError::TooLarge)
 }
 
 /// Parse a finite floating point number.
-pub(crate) fn parse_float_token(tok: &str) -> Result<f64, String> {
+pub(crate) fn parse_float_token(tok: &str) -> Result<f64, NumberError> {
     let t = tok.trim_matches(|c: char| c.is_ascii_whitespace());
     let ok_chars = !t.is_empty()
         && t.bytes()
             .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
     match t.parse::<f64>() {
         Ok(v) if ok_chars && v.is_finite() => Ok(v),
-        _ => Err("not a floating point value".into()),
+        _ => Err(NumberError::NotFloat),
     }
 }
 
@@ -212,11 +275,11 @@ pub(crate) fn parse_float_token(tok: &str) -> Result<f64, String> {
 /// assert_eq!(parse_size("4k", 1000), Ok(4000));
 /// assert!(parse_size("4q", 1024).is_err());
 /// ```
-pub fn parse_size(s: &str, kb_base: u32) -> Result<u64, String> {
+pub fn parse_size(s: &str, kb_base: u32) -> Result<u64, NumberError> {
     match parse_size_token(s, kb_base)? {
         Num::Int(v) if v >= 0 => Ok(v as u64),
-        Num::Int(_) => Err("negative size".into()),
-        Num::Percent(_) => Err("percentage is not a size".into()),
+        Num::Int(_) => Err(NumberError::NegativeSize),
+        Num::Percent(_) => Err(NumberError::PercentNotSize),
     }
 }
 
@@ -238,15 +301,15 @@ pub enum TimeUnit {
 /// assert_eq!(parse_time_ns("2m", TimeUnit::Micros), Ok(120_000_000_000));
 /// assert_eq!(parse_time_ns("5msec", TimeUnit::Seconds), Ok(5_000_000));
 /// ```
-pub fn parse_time_ns(s: &str, unit: TimeUnit) -> Result<u64, String> {
+pub fn parse_time_ns(s: &str, unit: TimeUnit) -> Result<u64, NumberError> {
     let us = parse_time_token(s, unit == TimeUnit::Seconds)?;
     if us < 0 {
-        return Err("negative time".into());
+        return Err(NumberError::NegativeTime);
     }
     u64::try_from(us)
         .ok()
         .and_then(|v| v.checked_mul(1000))
-        .ok_or_else(|| "time too large".into())
+        .ok_or(NumberError::TimeTooLarge)
 }
 
 /// Evaluate the integer arithmetic fio hands to `bc` after replacing `$pagesize`,

@@ -14,7 +14,12 @@
 //!   stream is served at the media rate; write-back cache (when enabled) whose
 //!   dirty extents are destaged in elevator order when the drive is idle, or
 //!   when a write finds the cache full. FUA writes, and all writes with the write
-//!   cache off, go to the medium.
+//!   cache off, go to the medium. A flush (FLUSH CACHE EXT / SYNCHRONIZE CACHE)
+//!   is served, once no older command waits, by destaging every dirty extent
+//!   in elevator order; it completes when the last one is on the medium (after
+//!   the write overhead if the cache was clean). The block layer sends it only
+//!   while the write cache is on, and FUA only when `fua` says the drive takes
+//!   it (libata leaves FUA off by default, `libata.fua=0`).
 //! * Queuing: up to `queue_depth` commands; the next one is chosen by shortest
 //!   positioning time (overhead + seek + rotation) unless one has waited past
 //!   the age limit, and a write waiting for cache room is served (by a destage)
@@ -23,7 +28,7 @@
 //!   style, not overlapped with the previous access); cache hits and cached
 //!   writes share the host link one at a time at the interface rate.
 //!
-//! Not modelled: cache flush commands (the `Device` trait has none), seek-time
+//! Not modelled: seek-time
 //! variance and thermal recalibration, defects and spare sectors, serpentine
 //! layouts, power states, separate write-seek curves (a constant settle extra
 //! stands for them), and invalidation of read segments by writes (the model
@@ -105,6 +110,9 @@ pub struct HddParams {
     pub read_ahead_sectors: u32,
     /// Write-back cache enabled (WCE). When off, every write goes to the medium.
     pub write_cache: bool,
+    /// The drive takes FUA writes as the kernel sees it (SCSI `DPOFUA`; SATA
+    /// through libata only with `libata.fua=1`).
+    pub fua: bool,
     /// Sectors of dirty data the write cache holds.
     pub write_cache_sectors: u32,
     /// Separate dirty extents the write cache holds (its write segments).
@@ -131,6 +139,8 @@ enum State {
     Media,
     /// A cached write waiting for room in the write cache.
     WaitSpace,
+    /// A cache flush waiting for the dirty data to reach the medium.
+    Flush,
     /// Service decided; completes at this ns.
     Done(u64),
 }
@@ -187,6 +197,7 @@ pub struct Hdd {
     outstanding: u32,
     n_media: u32,
     n_wait: u32,
+    n_flush: u32,
     seq: u64,
     reported: Vec<(Instant, u64)>,
     /// End of the mechanism's committed work, ns.
@@ -245,6 +256,7 @@ impl Hdd {
             outstanding: 0,
             n_media: 0,
             n_wait: 0,
+            n_flush: 0,
             seq: 0,
             reported: Vec::with_capacity(qd),
             free_at: 0,
@@ -265,6 +277,10 @@ impl Hdd {
         }
     }
 
+    /// Sectors of acknowledged writes not yet on the medium.
+    pub fn write_cache_dirty_sectors(&self) -> u64 {
+        self.dirty_sectors
+    }
     pub fn params(&self) -> &HddParams {
         &self.p
     }
@@ -582,11 +598,12 @@ impl Hdd {
     fn report(&mut self, slot: usize, at: u64) {
         debug_assert!(matches!(
             self.slots[slot].state,
-            State::Media | State::WaitSpace | State::Free
+            State::Media | State::WaitSpace | State::Flush | State::Free
         ));
         match self.slots[slot].state {
             State::Media => self.n_media -= 1,
             State::WaitSpace => self.n_wait -= 1,
+            State::Flush => self.n_flush -= 1,
             _ => {}
         }
         self.slots[slot].state = State::Done(at);
@@ -613,7 +630,7 @@ impl Hdd {
     fn decide(&mut self, now: u64) {
         loop {
             self.advance_bg(now);
-            if self.n_media == 0 && self.n_wait == 0 {
+            if self.n_media == 0 && self.n_wait == 0 && self.n_flush == 0 {
                 return;
             }
             if self.free_at > now && self.callback_by(self.free_at) {
@@ -626,6 +643,9 @@ impl Hdd {
 
     /// The mechanism is free at `t`: choose and schedule its next action.
     fn decide_one(&mut self, t: u64) {
+        if self.serve_flush(t) {
+            return;
+        }
         let front = self.frontier(t);
         let (stream_lo, stream_live) = match (self.stream, front) {
             (Some(s), Some((f, _, _))) if f < s.limit => {
@@ -724,6 +744,38 @@ impl Hdd {
                 self.admit_waiters(end);
             }
         }
+    }
+
+    /// A flush older than every queued command goes next: destage one dirty
+    /// extent toward it, or, with the cache clean, complete it after the write
+    /// overhead. Returns whether it acted.
+    fn serve_flush(&mut self, t: u64) -> bool {
+        if self.n_flush == 0 {
+            return false;
+        }
+        let mut flush: Option<usize> = None;
+        let mut older_queued = u64::MAX;
+        for (i, s) in self.slots.iter().enumerate() {
+            match s.state {
+                State::Flush if flush.is_none_or(|f| s.seq < self.slots[f].seq) => flush = Some(i),
+                State::Media | State::WaitSpace => older_queued = older_queued.min(s.seq),
+                _ => {}
+            }
+        }
+        let f = flush.expect("a pending flush");
+        if older_queued < self.slots[f].seq {
+            return false;
+        }
+        if !self.dirty.is_empty() {
+            let end = self.destage(t);
+            self.admit_waiters(end);
+            return true;
+        }
+        let start = t.max(self.link_free).max(self.inflight_until);
+        let done = start + self.p.overhead_write_ns;
+        self.link_free = done;
+        self.report(f, done);
+        true
     }
 
     fn overhead(&self, s: &Slot) -> u64 {
@@ -876,6 +928,12 @@ impl Hdd {
 }
 
 impl Device for Hdd {
+    fn write_cache(&self) -> bool {
+        self.wce()
+    }
+    fn fua(&self) -> bool {
+        self.p.fua
+    }
     fn queue_depth(&self) -> u32 {
         self.p.queue_depth
     }
@@ -908,6 +966,13 @@ impl Device for Hdd {
         self.seq += 1;
         let to_media =
             cmd.write && (!self.wce() || cmd.fua || cmd.sectors > self.p.write_cache_sectors);
+        let state = if cmd.flush {
+            State::Flush
+        } else if to_media {
+            State::Media
+        } else {
+            State::Free
+        };
         self.slots[i] = Slot {
             id: cmd.id,
             lba: cmd.sector,
@@ -915,11 +980,15 @@ impl Device for Hdd {
             write: cmd.write,
             arrival: now,
             seq: self.seq,
-            state: if to_media { State::Media } else { State::Free },
+            state,
             loc: self.slots[i].loc,
             a0: 0,
         };
-        self.arrive(i, now);
+        if cmd.flush {
+            self.n_flush += 1;
+        } else {
+            self.arrive(i, now);
+        }
     }
     fn poll(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         self.decide(now.0);

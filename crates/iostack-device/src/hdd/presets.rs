@@ -47,6 +47,9 @@ fn sata_2009() -> HddParams {
         cache_segment_sectors: 2048,
         read_ahead_sectors: 2048,
         write_cache: true,
+        // libata reports no FUA unless booted with libata.fua=1 (the default is
+        // 0, drivers/ata/libata-core.c), so the kernel emulates it with flushes.
+        fua: false,
         write_cache_sectors: 32_768,
         write_cache_extents: 128, // estimate
         queue_depth: 31,          // NCQ as Linux uses it (one tag reserved)
@@ -111,6 +114,7 @@ fn ide_2001() -> HddParams {
         cache_segment_sectors: 512,
         read_ahead_sectors: 512,
         write_cache: true, // the ATA default
+        fua: false,        // 28-bit ATA has no FUA command
         write_cache_sectors: 2048,
         write_cache_extents: 16, // estimate
         queue_depth: 1,
@@ -153,6 +157,7 @@ fn sas_15k() -> HddParams {
         cache_segment_sectors: 1024,
         read_ahead_sectors: 1024,
         write_cache: false,
+        fua: true, // SCSI: DPOFUA set in the mode-sense device-specific byte
         write_cache_sectors: 16_384,
         write_cache_extents: 64,
         queue_depth: 64,

@@ -18,6 +18,16 @@ pub struct Io {
     pub fua: bool,
 }
 
+/// A cache flush: a write of no data.
+pub fn flush_io() -> Io {
+    Io {
+        sector: 0,
+        sectors: 0,
+        write: true,
+        fua: false,
+    }
+}
+
 /// What happened to one command.
 #[derive(Clone, Copy, Debug)]
 pub struct Rec {
@@ -102,6 +112,7 @@ pub fn drive(dev: &mut dyn Device, qd: u32, ios: &[(u64, Io)]) -> Vec<Rec> {
                     sectors: io.sectors,
                     write: io.write,
                     fua: io.fua,
+                    flush: io.write && io.sectors == 0,
                 },
             );
             in_dev += 1;

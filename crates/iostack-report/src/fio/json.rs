@@ -298,6 +298,9 @@ pub fn render_json(r: &FioReport) -> String {
     let mut prov = Obj::default();
     prov.int("seed", r.provenance.seed);
     prov.str("config_hash", &r.provenance.config_hex());
+    if let Some(t) = &r.truncated {
+        prov.str("truncated", t);
+    }
     root.obj("iostack", prov);
     if !r.global_options.is_empty() {
         root.obj("global options", opts_obj(&r.global_options));

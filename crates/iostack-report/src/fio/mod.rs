@@ -192,6 +192,10 @@ pub struct FioReport {
     pub eta_sec: u64,
     pub elapsed_sec: u64,
     pub preamble: Option<Preamble>,
+    /// Set when the simulation was cut short by a limit the user set: why, and
+    /// which jobs had not finished. Printed after the provenance line (JSON:
+    /// `"truncated"` inside `"iostack"`).
+    pub truncated: Option<String>,
 }
 
 impl Default for FioReport {
@@ -206,6 +210,7 @@ impl Default for FioReport {
             eta_sec: 0,
             elapsed_sec: 0,
             preamble: None,
+            truncated: None,
         }
     }
 }
@@ -217,6 +222,16 @@ impl FioReport {
             timestamp_ms,
             ..FioReport::default()
         }
+    }
+
+    /// The provenance line, and the truncation line when there is one.
+    pub(crate) fn head_lines(&self) -> String {
+        let mut s = self.provenance.line();
+        s.push('\n');
+        if let Some(t) = &self.truncated {
+            s.push_str(&format!("iostack: TRUNCATED: {t}\n"));
+        }
+        s
     }
 
     /// The entries fio reports (jobs, or groups under `group_reporting`).

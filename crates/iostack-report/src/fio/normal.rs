@@ -23,8 +23,7 @@ pub(crate) fn bw_unit(u: UnitBase) -> N2sUnit {
 /// `iostack: seed=N config=HEX` line and, if present, the startup lines.
 pub fn render_normal(r: &FioReport) -> String {
     let mut out = String::new();
-    out.push_str(&r.provenance.line());
-    out.push('\n');
+    out.push_str(&r.head_lines());
     if let Some(p) = &r.preamble {
         render_preamble(&mut out, p, &r.fio_version);
     }

@@ -158,8 +158,7 @@ fn render_preamble_old(out: &mut String, p: &Preamble) {
 /// `iostack: seed=N config=HEX` line and, if present, 2.16-style startup lines.
 pub fn render_old(r: &FioReport) -> String {
     let mut out = String::new();
-    out.push_str(&r.provenance.line());
-    out.push('\n');
+    out.push_str(&r.head_lines());
     if let Some(p) = &r.preamble {
         render_preamble_old(&mut out, p);
     }

@@ -1,0 +1,152 @@
+//! How a run ended, and the checks that decide it. A run ends when its event
+//! queue runs dry, or at the user's limit; it never ends silently at a horizon.
+//! These checks are cheap and run in every build: a run that stopped with a
+//! process that could not go on, or with I/O still in the block layer, says so
+//! instead of reporting numbers for work that was not done.
+
+use crate::task::Blocked;
+use crate::world::Simulation;
+use iostack_core::TaskId;
+use iostack_des::Instant;
+use std::fmt;
+
+/// How a run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every process finished and the block layer is idle.
+    #[default]
+    Complete,
+    /// The user's limit (`--until`) stopped the run; the processes named had
+    /// not finished, and their results cover the time up to the limit.
+    Until {
+        at: Instant,
+        unfinished: Vec<String>,
+    },
+    /// Processes that can no longer make progress: nothing was pending that
+    /// could wake them, yet they were not done.
+    Stalled { at: Instant, stuck: Vec<String> },
+    /// Every process finished, but requests or bios were still in the block
+    /// layer.
+    InFlight { at: Instant, detail: String },
+}
+
+impl RunEnd {
+    pub fn is_complete(&self) -> bool {
+        matches!(self, RunEnd::Complete)
+    }
+
+    /// A run cut short by a limit the user set (not an error).
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, RunEnd::Until { .. })
+    }
+}
+
+impl fmt::Display for RunEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunEnd::Complete => f.write_str("complete"),
+            RunEnd::Until { at, unfinished } => write!(
+                f,
+                "stopped at the --until limit, {}; jobs not finished: {}",
+                secs(*at),
+                unfinished.join(", ")
+            ),
+            RunEnd::Stalled { at, stuck } => write!(
+                f,
+                "the run stalled at {}: nothing can wake {} (a simulator bug; please \
+                 report it with the input)",
+                secs(*at),
+                stuck.join(", ")
+            ),
+            RunEnd::InFlight { at, detail } => write!(
+                f,
+                "all processes finished at {} but I/O was left in flight ({detail}; a \
+                 simulator bug; please report it with the input)",
+                secs(*at)
+            ),
+        }
+    }
+}
+
+/// Simulated time as seconds with nanosecond digits.
+fn secs(at: Instant) -> String {
+    let ns = at.as_ns();
+    format!("{}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// What a process that did not finish was doing.
+fn state(b: Blocked) -> &'static str {
+    match b {
+        Blocked::No => "running",
+        Blocked::OnRequest => "waiting for a request",
+        Blocked::OnIo => "waiting for its I/O",
+        Blocked::NotStarted => "not started",
+        Blocked::OnPage => "waiting for a page",
+        Blocked::OnCongestion => "in congestion_wait",
+        Blocked::Done => "done",
+    }
+}
+
+impl Simulation {
+    /// After an event: true if the run can never make progress again. Only the
+    /// periodic writeback timer is pending, the flusher is idle with nothing
+    /// dirty, yet a process is not done: the timer would fire for ever.
+    pub(crate) fn stalled_on_timer(&self) -> bool {
+        self.evq.len() == 1
+            && self.vm.nr_dirty == 0
+            && matches!(self.vm.flusher_state, iostack_mm::FlusherState::Idle)
+            && self.any_proc_alive()
+    }
+
+    /// Decide how the run ended, and close the results of processes that did
+    /// not finish (their run ends at `at`, never before they started).
+    pub(crate) fn run_end(&mut self, until_hit: Option<Instant>, at: Instant) -> RunEnd {
+        let tasks = &self.tasks;
+        let blocked = |i: usize| tasks.blocked(TaskId(i as u32));
+        let names: Vec<String> = self
+            .procs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| blocked(i) != Blocked::Done)
+            .map(|(i, p)| {
+                let b = if p.result.start > at {
+                    Blocked::NotStarted
+                } else {
+                    blocked(i)
+                };
+                format!("{} ({})", p.spec.name, state(b))
+            })
+            .collect();
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            let b = blocked(i);
+            if b == Blocked::Done {
+                continue;
+            }
+            if b == Blocked::NotStarted {
+                p.result.start = at;
+            }
+            p.result.start = p.result.start.min(at);
+            p.result.end = at;
+        }
+        if let Some(at) = until_hit {
+            return RunEnd::Until {
+                at,
+                unfinished: names,
+            };
+        }
+        if !names.is_empty() {
+            return RunEnd::Stalled { at, stuck: names };
+        }
+        if !self.queue.idle() {
+            return RunEnd::InFlight {
+                at,
+                detail: format!(
+                    "{}, bios pending in tasks {}",
+                    self.queue.busy_summary(),
+                    self.tasks.pending_bios(),
+                ),
+            };
+        }
+        RunEnd::Complete
+    }
+}
