@@ -399,14 +399,6 @@ pub fn take<T: 'static>(sinks: &mut Vec<Box<dyn TraceSink>>) -> Option<Box<T>> {
     any.downcast::<T>().ok()
 }
 
-fn write_out(target: &str, text: &str) -> Result<()> {
-    if target == "-" {
-        out::stdout(text)
-    } else {
-        std::fs::write(target, text).map_err(|e| CliError::io(target, e))
-    }
-}
-
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
     let hash = config_hash(&cfg);
     let seed = cfg.seed;
@@ -424,27 +416,11 @@ fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<Exi
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
     }
-    if p.has("blktrace") {
-        sim.attach(Box::new(BlktraceWriter::for_device(disk)));
-    }
-    let blkparse_name = p
-        .has("blkparse")
-        .then(|| p.get("blktrace").unwrap_or("iostack"));
-    crate::sinks::attach_text(&mut sim, p.has("ftrace"), blkparse_name);
+    crate::sinks::attach_streams(&mut sim, p, disk, seed, hash)?;
     // Provenance inside the trace files too, as a blktrace message.
     sim.note(&format!("iostack {}", crate::sinks::provenance(seed, hash)));
     let (result, mut sinks, observer) = sim.run_observed();
-    if let Some(prefix) = p.get("blktrace") {
-        let w = take::<BlktraceWriter>(&mut sinks).expect("attached");
-        w.write_files(Path::new(prefix))
-            .map_err(|e| CliError::io(format!("--blktrace {prefix}"), e))?;
-    }
-    if let Some(f) = p.get("ftrace") {
-        write_out(f, &crate::sinks::ftrace_text(&mut sinks, seed, hash))?;
-    }
-    if let Some(f) = p.get("blkparse") {
-        write_out(f, &crate::sinks::blkparse_text(&mut sinks))?;
-    }
+    crate::sinks::finish_streams(&mut sinks, p)?;
     let err = result.procs.iter().find_map(|p| p.error.clone());
     if !result.ending.is_complete() && !result.ending.is_truncated() {
         // Numbers for work that was not done are not printed.
@@ -549,20 +525,26 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             }
             None => None,
         };
-        let runs = e.run(
+        let mut open_err = None;
+        let mut runs = e.run(
             seed,
             fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-            |_, cfg| crate::sinks::reproduce_sinks(e, cfg, trace_dir.is_some()),
+            |v, cfg| {
+                let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
+                crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
+                    open_err.get_or_insert(err);
+                    Vec::new()
+                })
+            },
         )?;
-        let mut runs = runs;
+        if let Some(err) = open_err {
+            return Err(err);
+        }
         if let Some(dir) = &trace_dir {
             for r in &mut runs {
                 let d = dir.join(&e.name).join(&r.variant);
-                std::fs::create_dir_all(&d).map_err(|err| CliError::io(d.display(), err))?;
-                let w = take::<BlktraceWriter>(&mut r.sinks).expect("attached");
-                let disk = w.device().map(|d| d.minor).unwrap_or(0);
-                let _ = disk;
-                w.write_files(&d.join("trace"))
+                let mut w = take::<BlktraceWriter>(&mut r.sinks).expect("attached");
+                w.finish_files()
                     .map_err(|err| CliError::io(d.display(), err))?;
             }
         }

@@ -1,42 +1,97 @@
 //! Which sinks a command attaches, and how their output is printed.
 
+use crate::args::Parsed;
 use crate::commands::take;
-use iostack_core::TraceSink;
+use crate::out::CliError;
+use iostack_core::{DevT, TraceSink};
 use iostack_des::Seed;
 use iostack_report::blkparse::BlkparseSink;
 use iostack_report::blktrace::BlktraceWriter;
 use iostack_report::ftrace::{FtraceSink, FtraceStyle};
+use iostack_report::Out;
 use iostack_sim::experiment::{Change, Experiment, Row, VariantRun};
 use iostack_sim::stats::RunResult;
 use iostack_sim::{SimConfig, Simulation};
+use std::path::Path;
 
 /// The provenance line every output carries.
 pub fn provenance(seed: Seed, hash: u64) -> String {
     format!("seed={} config={hash:016x}", seed.0)
 }
 
-/// Attach the text sinks asked for. The blkparse text is named after the blktrace
-/// prefix when there is one, so it is what `blkparse -i PREFIX` prints for them.
-pub fn attach_text(sim: &mut Simulation, ftrace: bool, blkparse: Option<&str>) {
-    if ftrace {
-        sim.attach(Box::new(FtraceSink::new(FtraceStyle::Kernel)));
+/// An output target of a trace flag: `-` is standard output, anything else a
+/// file, created now so that a bad path fails before the run.
+fn open_target(flag: &str, target: &str) -> Result<Out, CliError> {
+    if target == "-" {
+        return Ok(Out::stream(Box::new(std::io::stdout())));
     }
-    if let Some(input) = blkparse {
-        sim.attach(Box::new(BlkparseSink::new(input)));
-    }
+    std::fs::File::create(target)
+        .map(|f| Out::stream(Box::new(f)))
+        .map_err(|e| CliError::io(format!("--{flag} {target}"), e))
 }
 
-pub fn ftrace_text(sinks: &mut Vec<Box<dyn TraceSink>>, seed: Seed, hash: u64) -> String {
-    let s = take::<FtraceSink>(sinks).expect("attached");
-    format!(
-        "# tracer: blk\n# iostack {}\n#\n{}",
-        provenance(seed, hash),
-        s.text()
-    )
+/// Attach the trace sinks asked for, each writing to its file (or stdout) as the
+/// run goes. The blkparse text is named after the blktrace prefix when there is
+/// one, so it is what `blkparse -i PREFIX` prints for them. When both texts go to
+/// standard output, the blkparse text is kept and printed after the ftrace text,
+/// so the two do not interleave.
+pub fn attach_streams(
+    sim: &mut Simulation,
+    p: &Parsed,
+    disk: DevT,
+    seed: Seed,
+    hash: u64,
+) -> Result<(), CliError> {
+    if let Some(prefix) = p.get("blktrace") {
+        let w = BlktraceWriter::for_device(disk)
+            .to_files(Path::new(prefix))
+            .map_err(|e| CliError::io(format!("--blktrace {prefix}"), e))?;
+        sim.attach(Box::new(w));
+    }
+    if let Some(f) = p.get("ftrace") {
+        let mut out = open_target("ftrace", f)?;
+        out.write(format!("# tracer: blk\n# iostack {}\n#\n", provenance(seed, hash)).as_bytes());
+        sim.attach(Box::new(FtraceSink::new(FtraceStyle::Kernel).to(out)));
+    }
+    if let Some(f) = p.get("blkparse") {
+        let input = p.get("blktrace").unwrap_or("iostack");
+        let sink = BlkparseSink::new(input);
+        let sink = if f == "-" && p.get("ftrace") == Some("-") {
+            sink
+        } else {
+            sink.to(open_target("blkparse", f)?)
+        };
+        sim.attach(Box::new(sink));
+    }
+    Ok(())
 }
 
-pub fn blkparse_text(sinks: &mut Vec<Box<dyn TraceSink>>) -> String {
-    take::<BlkparseSink>(sinks).expect("attached").text()
+/// Flush the streamed trace outputs after the run (and print a blkparse text
+/// that was kept back); a closed standard output is reported as such.
+pub fn finish_streams(sinks: &mut Vec<Box<dyn TraceSink>>, p: &Parsed) -> Result<(), CliError> {
+    let err = |flag: &str, target: &str, e: std::io::Error| {
+        if target == "-" && e.kind() == std::io::ErrorKind::BrokenPipe {
+            CliError::ClosedStdout
+        } else {
+            CliError::io(format!("--{flag} {target}"), e)
+        }
+    };
+    if let Some(prefix) = p.get("blktrace") {
+        let mut w = take::<BlktraceWriter>(sinks).expect("attached");
+        w.finish_files().map_err(|e| err("blktrace", prefix, e))?;
+    }
+    if let Some(f) = p.get("ftrace") {
+        let mut s = take::<FtraceSink>(sinks).expect("attached");
+        s.finish_output().map_err(|e| err("ftrace", f, e))?;
+    }
+    if let Some(f) = p.get("blkparse") {
+        let mut s = take::<BlkparseSink>(sinks).expect("attached");
+        s.finish_output().map_err(|e| err("blkparse", f, e))?;
+        if s.output().is_some() {
+            crate::out::stdout(&s.text())?;
+        }
+    }
+    Ok(())
 }
 
 /// dd's own summary for the run, as GNU dd prints it, after a provenance line.
@@ -103,9 +158,14 @@ pub fn filefrag(r: &RunResult, path: &str, verbose: bool, fs: &str) -> Result<St
     Ok(render_fs(&info, path, f.size, f.block_size, &ext, verbose))
 }
 
-/// Sinks for one variant of an experiment: its trace format, and blktrace files
-/// when a trace directory was asked for.
-pub fn reproduce_sinks(e: &Experiment, cfg: &SimConfig, blktrace: bool) -> Vec<Box<dyn TraceSink>> {
+/// Sinks for one variant of an experiment: its trace format (kept, to be printed
+/// with the table), and blktrace files streamed into `blktrace_dir` (as
+/// `trace.blktrace.N`) when a trace directory was asked for.
+pub fn reproduce_sinks(
+    e: &Experiment,
+    cfg: &SimConfig,
+    blktrace_dir: Option<&Path>,
+) -> Result<Vec<Box<dyn TraceSink>>, CliError> {
     let mut v: Vec<Box<dyn TraceSink>> = Vec::new();
     let disk = cfg.machine.disk;
     match e.trace.as_deref() {
@@ -116,10 +176,14 @@ pub fn reproduce_sinks(e: &Experiment, cfg: &SimConfig, blktrace: bool) -> Vec<B
         Some("blkparse") => v.push(Box::new(BlkparseSink::for_device("trace", disk))),
         _ => {}
     }
-    if blktrace {
-        v.push(Box::new(BlktraceWriter::for_device(disk)));
+    if let Some(d) = blktrace_dir {
+        std::fs::create_dir_all(d).map_err(|err| CliError::io(d.display(), err))?;
+        let w = BlktraceWriter::for_device(disk)
+            .to_files(&d.join("trace"))
+            .map_err(|err| CliError::io(d.display(), err))?;
+        v.push(Box::new(w));
     }
-    v
+    Ok(v)
 }
 
 fn num(v: f64) -> String {

@@ -178,6 +178,8 @@ fn anticipation_longer_than_a_day_ends_idle() {
     let (ok, out, err) = iostack(&[
         "run",
         &job,
+        "--kernel",
+        "2.6.32",
         "--sched",
         "anticipatory",
         "--set",

@@ -159,7 +159,7 @@ pub enum TraceEvent {
 
 /// A consumer of the event stream. Sinks learn task names up front with `process`,
 /// as the kernel's `trace_note_tsk` tells blktrace the first time it sees a task.
-pub trait TraceSink: std::any::Any {
+pub trait TraceSink: std::any::Any + Send {
     fn process(&mut self, _pid: u32, _comm: &str) {}
     fn event(&mut self, ev: &TraceEvent);
     /// The run is over at virtual time `end`.

@@ -19,12 +19,13 @@
 //! stopwatch are not emulated.
 
 use crate::blktrace::{
-    dev_major, dev_minor, fill_rwbs, tc, tc_act, BlktraceWriter, RawTrace, BLK_IO_TRACE_MAGIC,
-    BLK_TN_MESSAGE, BLK_TN_PROCESS, HEADER_LEN, TASK_COMM_LEN,
+    dev_major, dev_minor, fill_rwbs, kernel_comm, message_payload, tc, tc_act, RawTrace,
+    BLK_IO_TRACE_MAGIC, BLK_TN_MESSAGE, BLK_TN_PROCESS, HEADER_LEN, TASK_COMM_LEN,
 };
-use iostack_core::{DevT, TraceEvent, TraceSink};
+use crate::out::Out;
+use iostack_core::{DevT, TraceEvent, TraceRecord, TraceSink};
 use iostack_des::Instant;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 /// `RB_BATCH_DEFAULT`: records read per stream refill.
@@ -492,6 +493,78 @@ fn dump_trace_fs(
     print_event(out, t, act, names);
 }
 
+/// `handle` for one record taken from the head stream: rebase its time on the
+/// genesis, print and account it.
+fn handle_record(
+    events: &mut String,
+    mut t: RawTrace,
+    genesis: u64,
+    stats: &mut IoStats,
+    dev: &mut DevState,
+    names: &HashMap<u32, String>,
+) {
+    t.time = t.time.wrapping_sub(genesis);
+    dev.last_reported_time = t.time;
+    if t.action & tc_act(0xffff) != 0 {
+        if t.action == BLK_TN_MESSAGE {
+            print_message(events, &t);
+        } else if t.action & tc_act(tc::PC) != 0 {
+            // Passthrough records: not produced by the simulator; not printed.
+        } else {
+            dump_trace_fs(events, &t, stats, dev, names);
+        }
+        if dev.events == 0 {
+            dev.first_reported_time = t.time;
+        }
+        dev.events += 1;
+    }
+}
+
+/// `show_device_and_cpu_stats`, from the counters: one block per CPU that had
+/// events (`(cpu, events, stats)`), a total when there are several, throughput
+/// and event count.
+fn summary(name: &str, per_cpu: &[(u32, u64, IoStats)], dev: &DevState) -> String {
+    let mut summary = String::new();
+    let devname = truncate_c(name.to_string(), 32);
+    let mut total = IoStats::default();
+    let mut pci_events = 0;
+    for (cpu, nelems, stats) in per_cpu {
+        if *nelems == 0 {
+            continue;
+        }
+        total.add(stats);
+        let line = truncate_c(format!("CPU{cpu} ({devname}):"), 47);
+        dump_io_stats(&mut summary, stats, &line, Some(dev.max_depth));
+        pci_events += 1;
+    }
+    if pci_events > 1 {
+        summary.push('\n');
+        let line = truncate_c(format!("Total ({devname}):"), 47);
+        dump_io_stats(&mut summary, &total, &line, None);
+    }
+    let msec = dev.last_reported_time.wrapping_sub(dev.first_reported_time) / 1_000_000;
+    // Completed KiB × 1000 (plus the stray byte counts, as blkparse adds them) per
+    // millisecond of trace; 0 for traces shorter than 1 ms.
+    let rate = |w: usize| {
+        let num = total.c_kb[w].wrapping_mul(1000).wrapping_add(total.c_b[w]);
+        num.checked_div(msec).unwrap_or(0)
+    };
+    let (rrate, wrate) = (rate(0), rate(1));
+    let _ = writeln!(
+        &mut summary,
+        "\nThroughput (R/W): {rrate}KiB/s / {wrate}KiB/s"
+    );
+    let _ = writeln!(
+        &mut summary,
+        "Events ({}): {} entries",
+        truncate_c(name.to_string(), 48),
+        dev.events
+    );
+    // File mode never counts skips.
+    let _ = writeln!(&mut summary, "Skips: 0 forward (0 - {:>5.1}%)", 0.0);
+    summary
+}
+
 /// Emulate `blkparse -i INPUT` (file mode, default options) over the per-CPU
 /// streams `files` (`(cpu, bytes)`; an empty slice is an existing empty file).
 /// blkparse reads CPU 0, 1, … and stops at the first index not in `files`.
@@ -550,23 +623,9 @@ pub fn blkparse_files_batched(input: &str, files: &[(u32, &[u8])], batch: usize)
     // do_file's loop: handle(ms_head) until no stream is left.
     while let Some(&head) = list.first() {
         let s = &mut streams[head];
-        let mut t = s.queue.pop_front().expect("stream in list has a record");
+        let t = s.queue.pop_front().expect("stream in list has a record");
         s.nelems += 1;
-        t.time = t.time.wrapping_sub(genesis);
-        dev.last_reported_time = t.time;
-        if t.action & tc_act(0xffff) != 0 {
-            if t.action == BLK_TN_MESSAGE {
-                print_message(events, &t);
-            } else if t.action & tc_act(tc::PC) != 0 {
-                // Passthrough records: not produced by the simulator; not printed.
-            } else {
-                dump_trace_fs(events, &t, &mut s.stats, &mut dev, &parser.names);
-            }
-            if dev.events == 0 {
-                dev.first_reported_time = t.time;
-            }
-            dev.events += 1;
-        }
+        handle_record(events, t, genesis, &mut s.stats, &mut dev, &parser.names);
         // ms_deq
         if s.queue.is_empty() && parser.prime(s) == 0 {
             list.remove(0);
@@ -582,105 +641,394 @@ pub fn blkparse_files_batched(input: &str, files: &[(u32, &[u8])], batch: usize)
         }
     }
 
-    // show_device_and_cpu_stats
-    let summary = &mut out.summary;
-    let devname = truncate_c(name.clone(), 32);
-    let mut total = IoStats::default();
-    let mut pci_events = 0;
-    for s in &streams {
-        if s.nelems == 0 {
-            continue;
-        }
-        total.add(&s.stats);
-        let line = truncate_c(format!("CPU{} ({}):", s.cpu, devname), 47);
-        dump_io_stats(summary, &s.stats, &line, Some(dev.max_depth));
-        pci_events += 1;
-    }
-    if pci_events > 1 {
-        summary.push('\n');
-        let line = truncate_c(format!("Total ({devname}):"), 47);
-        dump_io_stats(summary, &total, &line, None);
-    }
-    let msec = dev.last_reported_time.wrapping_sub(dev.first_reported_time) / 1_000_000;
-    // Completed KiB × 1000 (plus the stray byte counts, as blkparse adds them) per
-    // millisecond of trace; 0 for traces shorter than 1 ms.
-    let rate = |w: usize| {
-        let num = total.c_kb[w].wrapping_mul(1000).wrapping_add(total.c_b[w]);
-        num.checked_div(msec).unwrap_or(0)
-    };
-    let (rrate, wrate) = (rate(0), rate(1));
-    let _ = writeln!(summary, "\nThroughput (R/W): {rrate}KiB/s / {wrate}KiB/s");
-    let _ = writeln!(
-        summary,
-        "Events ({}): {} entries",
-        truncate_c(name.clone(), 48),
-        dev.events
-    );
-    // File mode never counts skips.
-    let _ = writeln!(summary, "Skips: 0 forward (0 - {:>5.1}%)", 0.0);
+    let per_cpu: Vec<(u32, u64, IoStats)> =
+        streams.iter().map(|s| (s.cpu, s.nelems, s.stats)).collect();
+    out.summary = summary(&name, &per_cpu, &dev);
     out
 }
 
 /// A [`TraceSink`] whose output is what `blkparse -i INPUT` prints for the files a
-/// [`BlktraceWriter`] would write for the same events.
+/// [`BlktraceWriter`] would write for the same events, produced as the run goes.
+///
+/// blkparse merges the per-CPU files with an ordered list of streams keyed by
+/// each stream's next record (`ms_sort`, `ms_resort`). With every stream in time
+/// order, as the simulator's are, that list is ordered by time, and among streams
+/// whose next records have the same time: a stream whose next record became its
+/// front while handling goes before every stream already at that time (the handled
+/// head stays first when its next record is not later than the second stream's,
+/// and `ms_sort` inserts before the first stream that is not earlier), and the
+/// streams still at their first record keep the order `ms_sort` gave them at
+/// setup. Records arrive in time order, so once a record with a later time has
+/// arrived, every record at an earlier time is known and can be printed in that
+/// order. The sink holds only the records of the current instant; the summary is
+/// computed from counters.
+///
+/// Task names: the writer puts a PROCESS notify on a CPU's stream before a task's
+/// first event there (once the task is announced), and blkparse learns the name
+/// when it reads the batch of 512 records holding that notify. The sink does the
+/// same, except when a batch was read before the notify in it was written: a task
+/// announced only after its first events (the simulator announces every task
+/// before it runs, as `trace_note_tsk` precedes a task's first trace) may then be
+/// named later than blkparse names it.
 pub struct BlkparseSink {
-    writer: BlktraceWriter,
     input: String,
+    device: Option<DevT>,
+    /// Names announced with [`TraceSink::process`] (the writer's, first wins).
+    announced: HashMap<u32, String>,
+    /// Names blkparse has read (first wins).
+    names: HashMap<u32, String>,
+    /// PROCESS notifies in batches not read yet: (cpu, batch, pid).
+    unread: Vec<(u32, u64, u32)>,
+    cpus: Vec<CpuState>,
+    /// Streams with a record to print, by (its time, tie key, CPU).
+    ready: BTreeSet<(u64, i64, u32)>,
+    /// Handling steps so far (the tie key of a stream that got a new front).
+    steps: i64,
+    /// Time of the newest record received.
+    last: Option<u64>,
+    genesis: Option<u64>,
+    dev: DevState,
+    line: String,
+    out: Out,
     output: Option<BlkparseOutput>,
+}
+
+/// One CPU's stream as the sink sees it.
+#[derive(Default)]
+struct CpuState {
+    /// `(device, sequence)` counters, as the writer keeps them.
+    seq: Vec<(u32, u32)>,
+    /// Records received and not printed, in order.
+    queue: VecDeque<RawTrace>,
+    /// The tie key of the stream's next record once it arrives; `None` until
+    /// the first record's key comes from the setup order.
+    key: Option<i64>,
+    /// Time of the stream's first record.
+    first: Option<u64>,
+    /// The file would not be empty.
+    written: bool,
+    /// Records written to the stream (the index of the next one).
+    records: u64,
+    /// Tasks whose PROCESS notify the stream carries.
+    noted: Vec<u32>,
+    nelems: u64,
+    stats: IoStats,
 }
 
 impl BlkparseSink {
     /// All devices; `input` is the `-i` argument the files would be read with
     /// (it names the summary blocks and the `Input file` lines).
     pub fn new(input: &str) -> Self {
-        Self::with_writer(input, BlktraceWriter::new())
-    }
-
-    /// Only `dev`'s events, as from `blktrace -d` on that device.
-    pub fn for_device(input: &str, dev: DevT) -> Self {
-        Self::with_writer(input, BlktraceWriter::for_device(dev))
-    }
-
-    /// Parse the streams of a configured writer.
-    pub fn with_writer(input: &str, writer: BlktraceWriter) -> Self {
         BlkparseSink {
-            writer,
             input: input.to_string(),
+            device: None,
+            announced: HashMap::new(),
+            names: HashMap::new(),
+            unread: Vec::new(),
+            cpus: vec![CpuState::default()],
+            ready: BTreeSet::new(),
+            steps: 0,
+            last: None,
+            genesis: None,
+            dev: DevState::default(),
+            line: String::new(),
+            out: Out::default(),
             output: None,
         }
     }
 
-    /// The binary streams behind the text.
-    pub fn writer(&self) -> &BlktraceWriter {
-        &self.writer
+    /// Only `dev`'s events, as from `blktrace -d` on that device.
+    pub fn for_device(input: &str, dev: DevT) -> Self {
+        BlkparseSink {
+            device: Some(dev),
+            ..Self::new(input)
+        }
     }
 
-    /// The output, available after [`TraceSink::finish`].
+    /// Print to `out` (for instance a stream to a file) as the run goes; the text
+    /// is then not kept.
+    pub fn to(mut self, out: Out) -> Self {
+        self.out = out;
+        self
+    }
+
+    /// The output, available after [`TraceSink::finish`] when kept in memory.
     pub fn output(&self) -> Option<&BlkparseOutput> {
         self.output.as_ref()
     }
 
-    /// blkparse's stdout into a pipe (empty before `finish`).
+    /// blkparse's stdout into a pipe (empty before `finish`, or when streamed).
     pub fn text(&self) -> String {
         self.output
             .as_ref()
             .map(BlkparseOutput::piped)
             .unwrap_or_default()
     }
+
+    /// Records received and not yet printed (those of the newest instant).
+    pub fn held_records(&self) -> usize {
+        self.cpus.iter().map(|c| c.queue.len()).sum()
+    }
+
+    /// Flush the output; the first write error, if any.
+    pub fn finish_output(&mut self) -> std::io::Result<()> {
+        self.out.finish()
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        let i = cpu as usize;
+        if i >= self.cpus.len() {
+            self.cpus.resize_with(i + 1, CpuState::default);
+        }
+        &mut self.cpus[i]
+    }
+
+    fn wants(&self, dev: DevT) -> bool {
+        self.device.is_none_or(|d| d == dev)
+    }
+
+    /// A record of CPU `cpu` at `time`: print what is now complete, then queue it.
+    fn receive(&mut self, t: RawTrace) {
+        let time = t.time;
+        if self.last.is_some_and(|l| time > l) {
+            self.drain(Some(time));
+        }
+        self.last = Some(self.last.map_or(time, |l| l.max(time)));
+        self.genesis.get_or_insert(time);
+        let cpu = t.cpu;
+        let c = self.cpu(cpu);
+        c.written = true;
+        c.records += 1;
+        c.queue.push_back(t);
+        if c.queue.len() > 1 {
+            return;
+        }
+        match c.key {
+            Some(k) => {
+                self.ready.insert((time, k, cpu));
+            }
+            None => c.first = Some(time),
+        }
+    }
+
+    fn unresolved(c: &CpuState) -> bool {
+        c.key.is_none() && c.first.is_some()
+    }
+
+    /// Setup keys for the streams whose first record is before `before`: their
+    /// position in the list `ms_sort` builds over the streams in CPU order
+    /// (streams whose first record comes later are placed after them, so they
+    /// cannot change it).
+    fn resolve_setup(&mut self, before: Option<u64>) {
+        let due = |f: u64| before.is_none_or(|b| f < b);
+        if !self
+            .cpus
+            .iter()
+            .any(|c| Self::unresolved(c) && c.first.is_some_and(due))
+        {
+            return;
+        }
+        let mut list: Vec<(u64, u32)> = Vec::new();
+        for (i, c) in self.cpus.iter().enumerate() {
+            let Some(f) = c.first else {
+                continue;
+            };
+            let pos = if list.is_empty() || f < list[0].0 {
+                0
+            } else {
+                1 + list[1..].iter().take_while(|e| e.0 < f).count()
+            };
+            list.insert(pos, (f, i as u32));
+        }
+        for (pos, &(f, cpu)) in list.iter().enumerate() {
+            let c = &mut self.cpus[cpu as usize];
+            if Self::unresolved(c) && due(f) {
+                c.key = Some(pos as i64);
+                self.ready.insert((f, pos as i64, cpu));
+            }
+        }
+    }
+
+    /// Print every record with a time before `before` (all with `None`), in
+    /// blkparse's order.
+    fn drain(&mut self, before: Option<u64>) {
+        self.resolve_setup(before);
+        let genesis = self.genesis.unwrap_or(0);
+        while let Some(&(time, key, cpu)) = self.ready.first() {
+            if before.is_some_and(|b| time >= b) {
+                break;
+            }
+            self.ready.remove(&(time, key, cpu));
+            self.steps += 1;
+            let step_key = -self.steps;
+            let c = &mut self.cpus[cpu as usize];
+            let t = c.queue.pop_front().expect("a ready stream has a record");
+            c.nelems += 1;
+            match c.queue.front() {
+                Some(next) => {
+                    self.ready.insert((next.time, step_key, cpu));
+                }
+                None => c.key = Some(step_key),
+            }
+            self.line.clear();
+            handle_record(
+                &mut self.line,
+                t,
+                genesis,
+                &mut c.stats,
+                &mut self.dev,
+                &self.names,
+            );
+            let nelems = c.nelems;
+            self.out.write(self.line.as_bytes());
+            if nelems % RB_BATCH_DEFAULT as u64 == 0 {
+                // ms_deq: the batch is used up; the next one is read, with its
+                // PROCESS notifies, before the next record is handled.
+                self.read_names(cpu, nelems / RB_BATCH_DEFAULT as u64);
+            }
+        }
+    }
+
+    /// The PROCESS notifies of batch `batch` of `cpu`'s stream are read.
+    fn read_names(&mut self, cpu: u32, batch: u64) {
+        let mut i = 0;
+        while i < self.unread.len() {
+            let (c, b, pid) = self.unread[i];
+            if c == cpu && b == batch {
+                self.unread.swap_remove(i);
+                self.learn(pid);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn learn(&mut self, pid: u32) {
+        if let Some(n) = self.announced.get(&pid) {
+            self.names.entry(pid).or_insert_with(|| n.clone());
+        }
+    }
+
+    /// `note_task` of the writer: a PROCESS notify before the task's first record
+    /// on this CPU, once the task is announced.
+    fn note_task(&mut self, cpu: u32, pid: u32) {
+        if !self.announced.contains_key(&pid) {
+            return;
+        }
+        let c = self.cpu(cpu);
+        if c.noted.contains(&pid) {
+            return;
+        }
+        c.noted.push(pid);
+        c.written = true;
+        let batch = c.records / RB_BATCH_DEFAULT as u64;
+        if batch == 0 || c.nelems >= batch * RB_BATCH_DEFAULT as u64 {
+            // Batch 0 is read at setup; a later batch already read is read again
+            // only in the sense that its names are known from now on.
+            self.learn(pid);
+        } else {
+            self.unread.push((cpu, batch, pid));
+        }
+    }
+
+    fn block(&mut self, rec: &TraceRecord) {
+        if !self.wants(rec.dev) {
+            return;
+        }
+        self.note_task(rec.cpu, rec.pid);
+        let device = rec.dev.kernel_dev_t();
+        let seq = next_seq(&mut self.cpu(rec.cpu).seq, device);
+        self.receive(RawTrace::from_record(rec, seq));
+    }
+
+    fn message(&mut self, time: Instant, dev: DevT, cpu: u32, pid: u32, text: &str) {
+        if !self.wants(dev) {
+            return;
+        }
+        let t = RawTrace::notify(
+            BLK_TN_MESSAGE,
+            time.as_ns(),
+            pid,
+            dev.kernel_dev_t(),
+            cpu,
+            message_payload(text).to_vec(),
+        );
+        self.receive(t);
+    }
+}
+
+/// `bt->sequence` of one CPU's stream for `device`, as the writer numbers records.
+fn next_seq(seq: &mut Vec<(u32, u32)>, device: u32) -> u32 {
+    if let Some(e) = seq.iter_mut().find(|e| e.0 == device) {
+        e.1 = e.1.wrapping_add(1);
+        return e.1;
+    }
+    seq.push((device, 1));
+    1
+}
+
+/// The name blkparse reads back from the writer's PROCESS notify: `comm[16]`,
+/// at most 15 bytes of the kernel's name, up to the first NUL.
+fn notify_name(comm: &str) -> String {
+    let name = kernel_comm(comm);
+    let b = name.as_bytes();
+    let raw = &b[..b.len().min(TASK_COMM_LEN - 1)];
+    let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).into_owned()
 }
 
 impl TraceSink for BlkparseSink {
     fn process(&mut self, pid: u32, comm: &str) {
-        self.writer.process(pid, comm);
+        self.announced
+            .entry(pid)
+            .or_insert_with(|| notify_name(comm));
     }
 
     fn event(&mut self, ev: &TraceEvent) {
-        self.writer.event(ev);
+        match ev {
+            TraceEvent::Block(rec) => self.block(rec),
+            TraceEvent::Message {
+                time,
+                dev,
+                cpu,
+                pid,
+                text,
+            } => self.message(*time, *dev, *cpu, *pid, text),
+        }
     }
 
-    fn finish(&mut self, end: Instant) {
-        self.writer.finish(end);
-        self.output = Some(blkparse_files(&self.input, &self.writer.files()));
+    fn finish(&mut self, _end: Instant) {
+        // The last instant: everything left is complete.
+        self.drain(None);
+        let (dir, name) = split_input(&self.input);
+        let per_cpu: Vec<(u32, u64, IoStats)> = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as u32, c.nelems, c.stats))
+            .collect();
+        let summary = summary(&name, &per_cpu, &self.dev);
+        let mut input_files = String::new();
+        // The writer's CPU 0 file always holds the TIMESTAMP notify.
+        for (cpu, c) in self.cpus.iter().enumerate() {
+            if c.written || cpu == 0 {
+                let _ = match &dir {
+                    Some(d) => writeln!(input_files, "Input file {d}/{name}.blktrace.{cpu} added"),
+                    None => writeln!(input_files, "Input file {name}.blktrace.{cpu} added"),
+                };
+            }
+        }
+        self.out.write(summary.as_bytes());
+        self.out.write(input_files.as_bytes());
+        if let Out::Memory(bytes) = &self.out {
+            let all = String::from_utf8_lossy(bytes);
+            let events = all[..all.len() - summary.len() - input_files.len()].to_string();
+            self.output = Some(BlkparseOutput {
+                events,
+                summary,
+                input_files,
+            });
+        }
     }
 }
 

@@ -9,10 +9,13 @@
 //! name, the wall-clock start, or a message; as in `trace_note()` their sequence,
 //! sector, bytes and error fields are left unset (written as 0 here).
 //!
-//! [`BlktraceWriter`] is a [`TraceSink`] that keeps one `Vec<u8>` per CPU and never
-//! touches the filesystem; [`BlktraceWriter::write_files`] does the file I/O.
+//! [`BlktraceWriter`] is a [`TraceSink`] with one stream per CPU: kept in memory
+//! (then [`BlktraceWriter::write_files`] does the file I/O), or, made with
+//! [`BlktraceWriter::to_files`], written to `PREFIX.blktrace.N` through a buffer as
+//! the events arrive.
 //! [`RawTrace`] is the decoded form, shared with the blkparse emulation.
 
+use crate::out::Out;
 use iostack_core::{Action, DevT, Pdu, ReqFlags, TraceEvent, TraceRecord, TraceSink};
 use iostack_des::Instant;
 use std::collections::{HashMap, HashSet};
@@ -375,7 +378,7 @@ impl RawTrace {
 /// One CPU's relay stream.
 #[derive(Default)]
 struct CpuStream {
-    data: Vec<u8>,
+    data: Out,
     /// Per-device sequence counters (`bt->sequence` is per trace, i.e. per device).
     seq: Vec<(u32, u32)>,
     /// Tasks whose PROCESS notify this stream already carries.
@@ -405,9 +408,16 @@ impl CpuStream {
 /// - Messages become `BLK_TN_MESSAGE` notifies (text cut to 127 bytes).
 /// - Every CPU index from 0 to the highest used has a stream, empty if unused.
 ///
-/// Memory is the size of the encoded trace plus one entry per task.
+/// Memory is the size of the encoded trace plus one entry per task when kept in
+/// memory; streaming to files, it is one buffer per CPU plus one entry per task.
 pub struct BlktraceWriter {
     streams: Vec<CpuStream>,
+    /// `PREFIX` of the files streamed to, if any.
+    prefix: Option<PathBuf>,
+    /// The first error opening a file.
+    open_err: Option<std::io::Error>,
+    /// One record's encoding, reused.
+    scratch: Vec<u8>,
     names: HashMap<u32, String>,
     device: Option<DevT>,
     wall_clock: (u32, u32),
@@ -427,6 +437,9 @@ impl BlktraceWriter {
     pub fn new() -> Self {
         BlktraceWriter {
             streams: vec![CpuStream::default()],
+            prefix: None,
+            open_err: None,
+            scratch: Vec::with_capacity(HEADER_LEN + 64),
             names: HashMap::new(),
             device: None,
             wall_clock: (0, 0),
@@ -442,6 +455,35 @@ impl BlktraceWriter {
             device: Some(dev),
             ..BlktraceWriter::new()
         }
+    }
+
+    /// Stream `PREFIX.blktrace.N` to files as the events arrive (CPU 0's file is
+    /// created now, the others when their CPU is first used).
+    pub fn to_files(mut self, prefix: &Path) -> std::io::Result<Self> {
+        self.prefix = Some(prefix.to_path_buf());
+        self.streams[0].data = Self::open(prefix, 0)?;
+        Ok(self)
+    }
+
+    fn open(prefix: &Path, cpu: u32) -> std::io::Result<Out> {
+        let f = std::fs::File::create(Self::file_path(prefix, cpu))?;
+        Ok(Out::stream(Box::new(f)))
+    }
+
+    /// Flush the streamed files; returns their paths, or the first error.
+    pub fn finish_files(&mut self) -> std::io::Result<Vec<PathBuf>> {
+        if let Some(e) = self.open_err.take() {
+            return Err(e);
+        }
+        let Some(prefix) = self.prefix.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut paths = Vec::new();
+        for (cpu, s) in self.streams.iter_mut().enumerate() {
+            s.data.finish()?;
+            paths.push(Self::file_path(&prefix, cpu as u32));
+        }
+        Ok(paths)
     }
 
     /// Wall-clock time (`tv_sec`, `tv_nsec`) stored in the TIMESTAMP notify.
@@ -468,12 +510,13 @@ impl BlktraceWriter {
     }
 
     /// The per-CPU streams, from CPU 0 to the highest CPU used, each with its bytes
-    /// (possibly empty). Complete once [`TraceSink::finish`] has run.
+    /// (possibly empty; always empty when streaming to files). Complete once
+    /// [`TraceSink::finish`] has run.
     pub fn files(&self) -> Vec<(u32, &[u8])> {
         self.streams
             .iter()
             .enumerate()
-            .map(|(cpu, s)| (cpu as u32, s.data.as_slice()))
+            .map(|(cpu, s)| (cpu as u32, s.data.bytes()))
             .collect()
     }
 
@@ -504,10 +547,31 @@ impl BlktraceWriter {
 
     fn stream(&mut self, cpu: u32) -> &mut CpuStream {
         let idx = cpu as usize;
-        if idx >= self.streams.len() {
-            self.streams.resize_with(idx + 1, CpuStream::default);
+        while idx >= self.streams.len() {
+            let mut s = CpuStream::default();
+            if let Some(prefix) = &self.prefix {
+                match Self::open(prefix, self.streams.len() as u32) {
+                    Ok(o) => s.data = o,
+                    Err(e) => {
+                        // Nothing of this CPU is kept; the error ends the run's
+                        // output in finish_files.
+                        s.data = Out::stream(Box::new(std::io::sink()));
+                        self.open_err.get_or_insert(e);
+                    }
+                }
+            }
+            self.streams.push(s);
         }
         &mut self.streams[idx]
+    }
+
+    /// Encode `t` onto CPU `cpu`'s stream.
+    fn put(&mut self, cpu: u32, t: &RawTrace) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        t.encode_into(&mut buf);
+        self.stream(cpu).data.write(&buf);
+        self.scratch = buf;
     }
 
     fn ensure_started(&mut self, dev: DevT) {
@@ -520,7 +584,7 @@ impl BlktraceWriter {
         pdu.extend_from_slice(&self.wall_clock.1.to_le_bytes());
         let dev = self.device.unwrap_or(dev).kernel_dev_t();
         let t = RawTrace::notify(BLK_TN_TIMESTAMP, self.start.as_ns(), 0, dev, 0, pdu);
-        t.encode_into(&mut self.stream(0).data);
+        self.put(0, &t);
     }
 
     fn note_task(&mut self, cpu: u32, pid: u32, time: u64, device: u32) {
@@ -539,9 +603,8 @@ impl BlktraceWriter {
         let n = b.len().min(TASK_COMM_LEN - 1);
         comm[..n].copy_from_slice(&b[..n]);
         let t = RawTrace::notify(BLK_TN_PROCESS, time, pid, device, cpu, comm.to_vec());
-        let s = self.stream(cpu);
-        s.noted.insert(pid);
-        t.encode_into(&mut s.data);
+        self.stream(cpu).noted.insert(pid);
+        self.put(cpu, &t);
     }
 
     fn block(&mut self, rec: &TraceRecord) {
@@ -551,9 +614,8 @@ impl BlktraceWriter {
         self.ensure_started(rec.dev);
         let device = rec.dev.kernel_dev_t();
         self.note_task(rec.cpu, rec.pid, rec.time.as_ns(), device);
-        let s = self.stream(rec.cpu);
-        let seq = s.next_seq(device);
-        RawTrace::from_record(rec, seq).encode_into(&mut s.data);
+        let seq = self.stream(rec.cpu).next_seq(device);
+        self.put(rec.cpu, &RawTrace::from_record(rec, seq));
         self.records += 1;
     }
 
@@ -570,7 +632,7 @@ impl BlktraceWriter {
             cpu,
             message_payload(text).to_vec(),
         );
-        t.encode_into(&mut self.stream(cpu).data);
+        self.put(cpu, &t);
         self.records += 1;
     }
 }

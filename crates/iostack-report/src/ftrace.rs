@@ -20,6 +20,7 @@
 //! and [`parse_ftrace_line`] reads either form back.
 
 use crate::blktrace::{action_word, fill_rwbs, kernel_comm, message_payload, RawTrace};
+use crate::out::Out;
 use iostack_core::{Action, DevT, TraceEvent, TraceRecord, TraceSink};
 use iostack_des::Instant;
 use std::collections::HashMap;
@@ -149,7 +150,9 @@ pub fn collapse_whitespace(line: &str) -> String {
 /// A [`TraceSink`] printing the blk tracer's `trace` file.
 ///
 /// Lines are ordered as ftrace merges its per-CPU ring buffers: by time, and among
-/// equal times by CPU (lowest first), keeping each CPU's own order.
+/// equal times by CPU (lowest first), keeping each CPU's own order. Only the
+/// lines of the current instant are held; the rest go to the sink's [`Out`] as the
+/// run goes.
 pub struct FtraceSink {
     style: FtraceStyle,
     device: Option<DevT>,
@@ -157,7 +160,7 @@ pub struct FtraceSink {
     /// Lines of the current instant, not yet merged: (cpu, line).
     pending: Vec<(u32, String)>,
     pending_time: Option<Instant>,
-    out: String,
+    out: Out,
 }
 
 impl FtraceSink {
@@ -168,8 +171,25 @@ impl FtraceSink {
             names: HashMap::new(),
             pending: Vec::new(),
             pending_time: None,
-            out: String::new(),
+            out: Out::default(),
         }
+    }
+
+    /// Write the lines to `out` (for instance a stream to a file) instead of
+    /// keeping them.
+    pub fn to(mut self, out: Out) -> Self {
+        self.out = out;
+        self
+    }
+
+    /// Lines of the current instant held back for the merge by CPU.
+    pub fn held_lines(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Flush the output; the first write error, if any.
+    pub fn finish_output(&mut self) -> std::io::Result<()> {
+        self.out.finish()
     }
 
     /// Only `dev`'s events (tracing enabled on that device only).
@@ -180,9 +200,10 @@ impl FtraceSink {
         }
     }
 
-    /// The lines so far, each ending in `\n` (complete after `finish`).
+    /// The lines so far, each ending in `\n` (complete after `finish`), when
+    /// kept in memory.
     pub fn text(&self) -> &str {
-        &self.out
+        std::str::from_utf8(self.out.bytes()).expect("lines are UTF-8")
     }
 
     fn comm(&self, pid: u32) -> String {
@@ -191,9 +212,9 @@ impl FtraceSink {
 
     fn flush_pending(&mut self) {
         self.pending.sort_by_key(|(cpu, _)| *cpu);
-        for (_, line) in self.pending.drain(..) {
-            self.out.push_str(&line);
-            self.out.push('\n');
+        for (_, mut line) in self.pending.drain(..) {
+            line.push('\n');
+            self.out.write(line.as_bytes());
         }
         self.pending_time = None;
     }

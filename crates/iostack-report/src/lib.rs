@@ -8,3 +8,6 @@ pub mod dd;
 pub mod filefrag;
 pub mod fio;
 pub mod ftrace;
+pub mod out;
+
+pub use out::Out;

@@ -11,6 +11,8 @@ use iostack_core::{Profile, TraceSink, Tunables};
 use iostack_des::Seed;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use toml::Spanned;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -420,41 +422,61 @@ impl Experiment {
         inner().map_err(|e| e.in_variant(&self.name, &v.name))
     }
 
-    /// Run every variant, attaching the sinks `make_sinks` returns for each.
+    /// Run every variant, attaching the sinks `make_sinks` returns for each. The
+    /// variants are independent runs, so they run in parallel, one thread per
+    /// core; each is still a pure function of its configuration, and the runs come
+    /// back in the experiment's order, so the results do not depend on the
+    /// scheduling. The first failing variant in that order is the error.
     pub fn run(
         &self,
         seed: Seed,
         fio_text: Option<(&str, &str)>,
         mut make_sinks: impl FnMut(&Variant, &SimConfig) -> Vec<Box<dyn TraceSink>>,
     ) -> Result<Vec<VariantRun>, SimError> {
-        let mut runs = Vec::new();
+        let mut jobs = Vec::new();
         for v in &self.variants {
             let cfg = self.config(v, seed, fio_text)?;
-            let hash = crate::config_hash(&cfg);
             let sinks = make_sinks(v, &cfg);
-            let mut sim = Simulation::new(cfg).map_err(|e| e.in_variant(&self.name, &v.name))?;
-            sim.attach(Box::new(crate::check::Checker::new(true)));
-            for s in sinks {
-                sim.attach(s);
-            }
-            let (result, mut sinks) = sim.run();
-            sinks.remove(0); // the checker
-            if !result.ending.is_complete() {
-                let ending = SimError::Run(result.ending.to_string());
-                return Err(ending.in_variant(&self.name, &v.name));
-            }
-            if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
-                return Err(SimError::Run(e).in_variant(&self.name, &v.name));
-            }
-            runs.push(VariantRun {
-                variant: v.name.clone(),
-                result,
-                sinks,
-                seed,
-                config_hash: hash,
-            });
+            jobs.push((v, cfg, sinks));
         }
-        Ok(runs)
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        run_parallel(jobs, threads, |(v, cfg, sinks)| {
+            self.run_variant(v, cfg, sinks)
+        })
+        .into_iter()
+        .collect()
+    }
+
+    /// One variant's run, with the invariant checker attached.
+    fn run_variant(
+        &self,
+        v: &Variant,
+        cfg: SimConfig,
+        sinks: Vec<Box<dyn TraceSink>>,
+    ) -> Result<VariantRun, SimError> {
+        let seed = cfg.seed;
+        let hash = crate::config_hash(&cfg);
+        let mut sim = Simulation::new(cfg).map_err(|e| e.in_variant(&self.name, &v.name))?;
+        sim.attach(Box::new(crate::check::Checker::new(true)));
+        for s in sinks {
+            sim.attach(s);
+        }
+        let (result, mut sinks) = sim.run();
+        sinks.remove(0); // the checker
+        if !result.ending.is_complete() {
+            let ending = SimError::Run(result.ending.to_string());
+            return Err(ending.in_variant(&self.name, &v.name));
+        }
+        if let Some(e) = result.procs.iter().find_map(|p| p.error.clone()) {
+            return Err(SimError::Run(e).in_variant(&self.name, &v.name));
+        }
+        Ok(VariantRun {
+            variant: v.name.clone(),
+            result,
+            sinks,
+            seed,
+            config_hash: hash,
+        })
     }
 
     /// Rows of published and simulated values.
@@ -524,6 +546,38 @@ impl Experiment {
         }
         out
     }
+}
+
+/// `f` over `jobs` on up to `threads` threads, each taking the next job when it
+/// is free; the results in the jobs' order.
+pub fn run_parallel<J: Send, R: Send>(
+    jobs: Vec<J>,
+    threads: usize,
+    f: impl Fn(J) -> R + Sync,
+) -> Vec<R> {
+    let n = jobs.len();
+    let queue: Vec<Mutex<Option<J>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        let job = queue[i].lock().expect("job").take().expect("taken once");
+        let r = f(job);
+        *results[i].lock().expect("result") = Some(r);
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads.clamp(1, n.max(1)) {
+            s.spawn(work);
+        }
+        work();
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("result").expect("every job ran"))
+        .collect()
 }
 
 /// Whether a simulated change has the published change's size: the two changes,
