@@ -21,7 +21,8 @@ fn issue_ms(s: &Sim, i: usize) -> Vec<u64> {
     let base = s.procs[i].base;
     let hi = s.procs.iter().map(|p| p.base).filter(|&b| b > base).min();
     s.log
-        .borrow()
+        .lock()
+        .unwrap()
         .issues
         .iter()
         .filter(|&&(_, sec, _)| sec >= base && hi.is_none_or(|h| sec < h))
@@ -142,7 +143,7 @@ fn read_and_write_batches_alternate_and_writes_are_not_starved() {
     );
     // Batches alternate: several read→write and write→read switches.
     let mut switches = 0;
-    let issues = s.log.borrow().issues.clone();
+    let issues = s.log.lock().unwrap().issues.clone();
     for w in issues.windows(2) {
         if w[0].2 != w[1].2 {
             switches += 1;

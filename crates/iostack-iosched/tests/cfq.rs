@@ -141,7 +141,7 @@ fn async_writer_is_throttled_behind_a_sync_reader() {
     r.count = 400;
     let mut s = sim(Profile::V2_6_32, &[], 4, true, vec![r, w]);
     s.run();
-    let log = s.log.borrow();
+    let log = s.log.lock().unwrap();
     // While the reader runs, writes are a small share of the disk.
     let reads_done_at = log
         .issues
@@ -200,7 +200,7 @@ fn sync_request_preempts_an_async_slice() {
         &m[i..i + 3]
     );
     // The reader's first request is issued next.
-    let log = s.log.borrow();
+    let log = s.log.lock().unwrap();
     let first_read = log.issues.iter().position(|x| !x.2).unwrap();
     let t = log.issues[first_read].0;
     assert!((20 * MS..23 * MS).contains(&t), "read issued at {t}");

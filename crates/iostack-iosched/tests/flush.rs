@@ -11,8 +11,7 @@ use iostack_core::{
 };
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Device, DeviceCmd, HwLimits};
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 const DISK: DevT = DevT::new(8, 0);
 const MS: u64 = 1_000_000;
@@ -24,7 +23,7 @@ struct LogDev {
     fua: bool,
     busy_until: u64,
     queue: Vec<(u64, u64)>,
-    log: Rc<RefCell<Vec<(u64, DeviceCmd)>>>,
+    log: Arc<Mutex<Vec<(u64, DeviceCmd)>>>,
 }
 
 impl Device for LogDev {
@@ -54,7 +53,7 @@ impl Device for LogDev {
         let start = self.busy_until.max(now.0);
         let cost = if cmd.flush { 5 * MS } else { MS };
         self.busy_until = start + cost;
-        self.log.borrow_mut().push((start, cmd));
+        self.log.lock().unwrap().push((start, cmd));
         self.queue.push((self.busy_until, cmd.id));
     }
     fn poll(&mut self, _now: Instant, out: &mut Vec<(Instant, u64)>) {
@@ -65,12 +64,12 @@ impl Device for LogDev {
     fn complete(&mut self, _now: Instant, _id: u64) {}
 }
 
-struct Rec(Rc<RefCell<Vec<TraceRecord>>>, Rc<RefCell<Vec<TraceEvent>>>);
+struct Rec(Arc<Mutex<Vec<TraceRecord>>>, Arc<Mutex<Vec<TraceEvent>>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
-        self.1.borrow_mut().push(ev.clone());
+        self.1.lock().unwrap().push(ev.clone());
         if let TraceEvent::Block(r) = ev {
-            self.0.borrow_mut().push(*r);
+            self.0.lock().unwrap().push(*r);
         }
     }
 }
@@ -80,9 +79,9 @@ struct H {
     tr: Tracer,
     out: BlockOut,
     evq: EventQueue<QueueEvent>,
-    trace: Rc<RefCell<Vec<TraceRecord>>>,
-    events: Rc<RefCell<Vec<TraceEvent>>>,
-    cmds: Rc<RefCell<Vec<(u64, DeviceCmd)>>>,
+    trace: Arc<Mutex<Vec<TraceRecord>>>,
+    events: Arc<Mutex<Vec<TraceEvent>>>,
+    cmds: Arc<Mutex<Vec<(u64, DeviceCmd)>>>,
     done: Vec<(u64, u64)>,
 }
 
@@ -96,7 +95,7 @@ fn h(profile: Profile, sched: &str, write_cache: bool, fua: bool) -> H {
             iostack_iosched::anticipatory::TUNABLES,
         ],
     );
-    let cmds = Rc::new(RefCell::new(Vec::new()));
+    let cmds = Arc::new(Mutex::new(Vec::new()));
     let dev = LogDev {
         write_cache,
         fua,
@@ -108,8 +107,8 @@ fn h(profile: Profile, sched: &str, write_cache: bool, fua: bool) -> H {
     let elv = iostack_iosched::by_name(sched, &t).unwrap();
     let mut q = RequestQueue::new(cfg, elv, Box::new(dev));
     q.set_checks(true);
-    let trace = Rc::new(RefCell::new(Vec::new()));
-    let events = Rc::new(RefCell::new(Vec::new()));
+    let trace = Arc::new(Mutex::new(Vec::new()));
+    let events = Arc::new(Mutex::new(Vec::new()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(trace.clone(), events.clone())));
     H {
@@ -170,7 +169,8 @@ impl H {
     /// Device commands as `F` (flush), `W<sector>` or `W<sector>!` (FUA).
     fn cmds(&self) -> Vec<String> {
         self.cmds
-            .borrow()
+            .lock()
+            .unwrap()
             .iter()
             .map(|(_, c)| {
                 if c.flush {
@@ -189,7 +189,8 @@ impl H {
     /// Trace as `action:rwbs` with the bytes for request events.
     fn trace(&self) -> Vec<String> {
         self.trace
-            .borrow()
+            .lock()
+            .unwrap()
             .iter()
             .filter(|r| !matches!(r.action, Action::Plug | Action::UnplugIo))
             .map(|r| {
@@ -321,7 +322,7 @@ fn barrier_drains_then_runs_preflush_data_postflush_and_blocks_the_queue() {
         h.cmds(),
         ["W1000", "W2000", "W3000", "F", "W5000", "F", "W9000"]
     );
-    let pre = h.cmds.borrow()[3].0;
+    let pre = h.cmds.lock().unwrap()[3].0;
     assert!(pre >= 3 * MS, "the pre-flush waited for the drain");
     assert!(h.done_at(2) > h.done_at(1));
     // Request events carry only the direction in 2.6.33; the barrier bio is
@@ -393,7 +394,7 @@ fn real_blkparse_prints_the_flush_flags_as_we_do() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for (name, hh) in [("v310", &a), ("v2633", &b)] {
-        let events = hh.events.borrow();
+        let events = hh.events.lock().unwrap();
         let feed = |sink: &mut dyn TraceSink| {
             for pid in [0u32, 101, 102, 103, 104, 105, 110] {
                 sink.process(pid, &format!("task{pid}"));
@@ -406,7 +407,7 @@ fn real_blkparse_prints_the_flush_flags_as_we_do() {
         let mut w = BlktraceWriter::new();
         feed(&mut w);
         w.write_files(&dir.join(name)).unwrap();
-        let mut sink = BlkparseSink::with_writer(name, BlktraceWriter::new());
+        let mut sink = BlkparseSink::new(name);
         feed(&mut sink);
         let out = std::process::Command::new(blkparse)
             .args(["-i", name])

@@ -8,17 +8,16 @@ use iostack_core::{
     Tunables,
 };
 use iostack_des::{EventQueue, Instant};
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 mod common;
 use common::{fixed_queue, DISK};
 
-struct Rec(Rc<RefCell<Vec<TraceRecord>>>);
+struct Rec(Arc<Mutex<Vec<TraceRecord>>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
         if let TraceEvent::Block(r) = ev {
-            self.0.borrow_mut().push(*r);
+            self.0.lock().unwrap().push(*r);
         }
     }
 }
@@ -28,7 +27,7 @@ struct Harness {
     tr: Tracer,
     out: BlockOut,
     evq: EventQueue<QueueEvent>,
-    log: Rc<RefCell<Vec<TraceRecord>>>,
+    log: Arc<Mutex<Vec<TraceRecord>>>,
 }
 
 fn harness(sched: &str, depth: u32, sets: &[&str]) -> Harness {
@@ -40,7 +39,7 @@ fn harness(sched: &str, depth: u32, sets: &[&str]) -> Harness {
         t.set_str(s).unwrap();
     }
     let q = fixed_queue(sched, &t, 1, depth, 1 << 30, true);
-    let log = Rc::new(RefCell::new(Vec::new()));
+    let log = Arc::new(Mutex::new(Vec::new()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(log.clone())));
     Harness {
@@ -107,7 +106,8 @@ impl Harness {
     }
     fn actions(&self) -> String {
         self.log
-            .borrow()
+            .lock()
+            .unwrap()
             .iter()
             .map(|r| r.action.letter())
             .collect::<Vec<_>>()
@@ -115,7 +115,8 @@ impl Harness {
     }
     fn issued(&self) -> Vec<u64> {
         self.log
-            .borrow()
+            .lock()
+            .unwrap()
             .iter()
             .filter(|r| r.action == Action::Issue)
             .map(|r| r.sector)
@@ -131,7 +132,7 @@ fn plug_timer_fires_after_unplug_delay_in_jiffies() {
     h.bio(5_000_000, 1000, 8, ReqFlags::READ);
     h.run();
     assert_eq!(h.actions(), "Q G P I UT U D C");
-    let log = h.log.borrow();
+    let log = h.log.lock().unwrap();
     let ut = log
         .iter()
         .find(|r| r.action == Action::UnplugTimer)
@@ -154,7 +155,7 @@ fn unplug_threshold_releases_without_a_u_event() {
     assert!(!a.contains('U'), "threshold unplugs trace nothing: {a}");
     assert_eq!(a.matches('D').count(), 4);
     // All four dispatched at the fourth insert, sorted by elv_dispatch_sort.
-    let log = h.log.borrow();
+    let log = h.log.lock().unwrap();
     assert!(log
         .iter()
         .filter(|r| r.action == Action::Issue)
@@ -174,7 +175,7 @@ fn merges_back_front_and_request_to_request() {
     h.unplug(5);
     h.run();
     assert_eq!(h.actions(), "Q G P I Q M Q G I Q F Q M U D C");
-    let log = h.log.borrow();
+    let log = h.log.lock().unwrap();
     let d = log.iter().find(|r| r.action == Action::Issue).unwrap();
     assert_eq!((d.sector, d.bytes), (992, 40 * 512));
 }
@@ -198,7 +199,7 @@ fn allocators_sleep_at_the_hard_cap_and_wake_below_nr_requests() {
     }
     assert_eq!(slept, Some(6));
     h.run();
-    let log = h.log.borrow();
+    let log = h.log.lock().unwrap();
     let acts: Vec<&str> = log.iter().map(|r| r.action.letter()).collect();
     assert_eq!(acts.iter().filter(|a| **a == "S").count(), 1);
     let s_at = acts.iter().position(|a| *a == "S").unwrap();
@@ -231,7 +232,8 @@ fn deadline_alternates_by_writes_starved() {
     h.run();
     let dirs: String = h
         .log
-        .borrow()
+        .lock()
+        .unwrap()
         .iter()
         .filter(|r| r.action == Action::Issue)
         .map(|r| if r.flags.is_write() { 'W' } else { 'R' })
@@ -307,7 +309,8 @@ fn a_request_freed_by_a_request_merge_wakes_a_sleeping_allocator() {
     assert!(issued.contains(&900_000), "{issued:?}");
     let completed = h
         .log
-        .borrow()
+        .lock()
+        .unwrap()
         .iter()
         .filter(|r| r.action == Action::Complete)
         .count();

@@ -6,8 +6,7 @@ use iostack_core::{Action, Profile, ReqFlags, TraceEvent, TraceSink, Tunables};
 use iostack_des::{Instant, Seed};
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// One queued bio: (time, sector, sectors, pid).
 type QueuedBio = (Instant, u64, u32, u32);
@@ -16,7 +15,7 @@ type QueuedBio = (Instant, u64, u32, u32);
 #[derive(Default)]
 struct Queued {
     write: bool,
-    seen: Rc<RefCell<Vec<QueuedBio>>>,
+    seen: Arc<Mutex<Vec<QueuedBio>>>,
 }
 
 impl TraceSink for Queued {
@@ -24,7 +23,8 @@ impl TraceSink for Queued {
         if let TraceEvent::Block(r) = ev {
             if r.action == Action::Queue && r.flags.contains(ReqFlags::WRITE) == self.write {
                 self.seen
-                    .borrow_mut()
+                    .lock()
+                    .unwrap()
                     .push((r.time, r.sector, r.bytes / 512, r.pid));
             }
         }
@@ -32,11 +32,11 @@ impl TraceSink for Queued {
 }
 
 /// Bytes the reader has consumed, by time.
-struct Progress(Rc<RefCell<Vec<(u64, u64)>>>);
+struct Progress(Arc<Mutex<Vec<(u64, u64)>>>);
 
 impl IoObserver for Progress {
     fn io_done(&mut self, _p: usize, io: &IoEvent) {
-        let mut v = self.0.borrow_mut();
+        let mut v = self.0.lock().unwrap();
         let total = v.last().map(|x| x.1).unwrap_or(0) + io.bytes;
         v.push((io.at_ns, total));
     }
@@ -84,8 +84,8 @@ fn sequential_reader_ramps_through_the_readahead_windows_one_window_ahead() {
         vec![reader(8 << 20)],
     );
     let mut sim = Simulation::new(c).unwrap();
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let prog = Rc::new(RefCell::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let prog = Arc::new(Mutex::new(Vec::new()));
     sim.attach(Box::new(Queued {
         write: false,
         seen: seen.clone(),
@@ -93,7 +93,7 @@ fn sequential_reader_ramps_through_the_readahead_windows_one_window_ahead() {
     sim.observe(Box::new(Progress(prog.clone())));
     let (r, _) = sim.run();
     assert!(r.procs[0].error.is_none());
-    let q = seen.borrow();
+    let q = seen.lock().unwrap();
     let first = q[0].1;
     // Windows of 4, 8, 16, 32 pages (ext2 puts its first indirect block after
     // data block 11, so the third window starts one block later on disk).
@@ -103,7 +103,7 @@ fn sequential_reader_ramps_through_the_readahead_windows_one_window_ahead() {
     assert_eq!(q[2].1, first + 96 + 8);
     // Steady state: each 128 KiB window is queued when the reader has consumed
     // everything up to the start of the previous window, one window ahead.
-    let prog = prog.borrow();
+    let prog = prog.lock().unwrap();
     let mut checked = 0;
     for (i, w) in q.iter().enumerate().skip(4) {
         if w.0 == q[i - 1].0 {
@@ -213,7 +213,7 @@ fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_
             vec![writer(384 << 20, 1 << 20)],
         );
         let mut sim = Simulation::new(c).unwrap();
-        let seen = Rc::new(RefCell::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         sim.attach(Box::new(Queued {
             write: true,
             seen: seen.clone(),
@@ -221,7 +221,7 @@ fn shared_writeback_index_makes_writeback_seeky_and_the_patch_walks_the_file_in_
         let (r, _) = sim.run();
         assert!(r.procs[0].error.is_none(), "{:?}", r.procs[0].error);
         assert_eq!(r.queue.bytes_queued, r.queue.bytes_completed);
-        let q = seen.borrow().clone();
+        let q = seen.lock().unwrap().clone();
         let extents = r.files[0].extent_count();
         // Both pdflush and the throttled writer wrote the file from the shared
         // cursor: pdflush while the queue was not yet write-congested, then the
@@ -298,13 +298,13 @@ fn buffered_writes_cost_the_copy_in_system_time_and_direct_writes_the_page_pinni
 }
 
 /// Issued requests (D): (sector, sectors).
-struct Issued(Rc<RefCell<Vec<(u64, u32)>>>);
+struct Issued(Arc<Mutex<Vec<(u64, u32)>>>);
 
 impl TraceSink for Issued {
     fn event(&mut self, ev: &TraceEvent) {
         if let TraceEvent::Block(r) = ev {
             if r.action == Action::Issue {
-                self.0.borrow_mut().push((r.sector, r.bytes / 512));
+                self.0.lock().unwrap().push((r.sector, r.bytes / 512));
             }
         }
     }
@@ -326,8 +326,8 @@ fn seek_count_and_writeback_split_agree_with_the_trace() {
             vec![writer(256 << 20, 1 << 20)],
         );
         let mut sim = Simulation::new(c).unwrap();
-        let queued = Rc::new(RefCell::new(Vec::new()));
-        let issued = Rc::new(RefCell::new(Vec::new()));
+        let queued = Arc::new(Mutex::new(Vec::new()));
+        let issued = Arc::new(Mutex::new(Vec::new()));
         sim.attach(Box::new(Queued {
             write: true,
             seen: queued.clone(),
@@ -335,13 +335,13 @@ fn seek_count_and_writeback_split_agree_with_the_trace() {
         sim.attach(Box::new(Issued(issued.clone())));
         let (r, _) = sim.run();
         assert!(r.procs[0].error.is_none(), "{:?}", r.procs[0].error);
-        let d = issued.borrow();
+        let d = issued.lock().unwrap();
         let seeks = d
             .windows(2)
             .filter(|w| (w[0].0 + w[0].1 as u64).abs_diff(w[1].0) > 128)
             .count() as u64;
         assert_eq!(r.queue.dispatch_seeks, seeks, "lazy_itable_init={lazy}");
-        let q = queued.borrow();
+        let q = queued.lock().unwrap();
         let pages = |f: &dyn Fn(&QueuedBio) -> bool| -> u64 {
             q.iter().filter(|x| f(x)).map(|x| x.2 as u64).sum::<u64>() / 8
         };

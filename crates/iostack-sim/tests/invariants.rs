@@ -174,15 +174,14 @@ fn runs_are_deterministic() {
 #[test]
 fn random_map_covers_each_block_once_per_pass() {
     use iostack_core::{Action, TraceEvent, TraceSink};
-    use std::cell::RefCell;
     use std::collections::BTreeMap;
-    use std::rc::Rc;
-    struct Qs(Rc<RefCell<BTreeMap<u64, u32>>>);
+    use std::sync::{Arc, Mutex};
+    struct Qs(Arc<Mutex<BTreeMap<u64, u32>>>);
     impl TraceSink for Qs {
         fn event(&mut self, ev: &TraceEvent) {
             if let TraceEvent::Block(r) = ev {
                 if r.action == Action::Queue {
-                    *self.0.borrow_mut().entry(r.sector).or_default() += 1;
+                    *self.0.lock().unwrap().entry(r.sector).or_default() += 1;
                 }
             }
         }
@@ -211,10 +210,10 @@ fn random_map_covers_each_block_once_per_pass() {
         machine: m,
     })
     .unwrap();
-    let seen = Rc::new(RefCell::new(BTreeMap::new()));
+    let seen = Arc::new(Mutex::new(BTreeMap::new()));
     sim.attach(Box::new(Qs(seen.clone())));
     sim.run();
-    let seen = seen.borrow();
+    let seen = seen.lock().unwrap();
     assert_eq!(seen.len() as u64, blocks);
     assert!(
         seen.values().all(|&n| n == 2),

@@ -11,9 +11,8 @@ use iostack_core::{
 };
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 pub const DISK: DevT = DevT::new(8, 0);
 pub const MS: u64 = 1_000_000;
@@ -25,17 +24,17 @@ pub struct Log {
     pub msgs: Vec<String>,
 }
 
-pub struct Rec(Rc<RefCell<Log>>);
+pub struct Rec(Arc<Mutex<Log>>);
 impl TraceSink for Rec {
     fn event(&mut self, ev: &TraceEvent) {
         match ev {
-            TraceEvent::Block(r) if r.action == Action::Issue => {
-                self.0
-                    .borrow_mut()
-                    .issues
-                    .push((r.time.0, r.sector, r.flags.is_write()))
-            }
-            TraceEvent::Message { text, .. } => self.0.borrow_mut().msgs.push(text.clone()),
+            TraceEvent::Block(r) if r.action == Action::Issue => self
+                .0
+                .lock()
+                .unwrap()
+                .issues
+                .push((r.time.0, r.sector, r.flags.is_write())),
+            TraceEvent::Message { text, .. } => self.0.lock().unwrap().msgs.push(text.clone()),
             _ => {}
         }
     }
@@ -80,7 +79,7 @@ pub struct Sim {
     pub tr: Tracer,
     pub out: BlockOut,
     pub evq: EventQueue<QueueEvent>,
-    pub log: Rc<RefCell<Log>>,
+    pub log: Arc<Mutex<Log>>,
     pub procs: Vec<Proc>,
     pub issued: Vec<u32>,
     /// (time, seq) → process index: pending submissions.
@@ -106,7 +105,7 @@ pub fn sim(
         t.set_str(s).unwrap();
     }
     let q = fixed_queue(sched, &t, depth, depth, 1 << 34, rotational);
-    let log = Rc::new(RefCell::new(Log::default()));
+    let log = Arc::new(Mutex::new(Log::default()));
     let mut tr = Tracer::new();
     tr.attach(Box::new(Rec(log.clone())));
     let mut s = Sim {
@@ -202,7 +201,7 @@ impl Sim {
     /// Which process each D belongs to (by sector range), as runs (proc, length).
     pub fn runs(&self) -> Vec<(usize, usize)> {
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        for &(_, sector, _) in &self.log.borrow().issues {
+        for &(_, sector, _) in &self.log.lock().unwrap().issues {
             let p = self
                 .procs
                 .iter()
@@ -216,7 +215,7 @@ impl Sim {
         runs
     }
     pub fn msgs(&self) -> Vec<String> {
-        self.log.borrow().msgs.clone()
+        self.log.lock().unwrap().msgs.clone()
     }
 }
 
