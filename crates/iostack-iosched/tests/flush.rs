@@ -11,7 +11,8 @@ use iostack_core::{
 };
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Device, DeviceCmd, HwLimits};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::Mutex;
 
 const DISK: DevT = DevT::new(8, 0);
 const MS: u64 = 1_000_000;

@@ -8,7 +8,8 @@ use iostack_core::{
     Tunables,
 };
 use iostack_des::{EventQueue, Instant};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::Mutex;
 
 mod common;
 use common::{fixed_queue, DISK};

@@ -6,7 +6,8 @@ use iostack_core::{Action, Profile, ReqFlags, TraceEvent, TraceSink, Tunables};
 use iostack_des::{Instant, Seed};
 use iostack_sim::workload::{Engine, Pattern, ProcSpec, Target};
 use iostack_sim::{machine, tunable_tables, IoEvent, IoObserver, SimConfig, Simulation};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::Mutex;
 
 /// One queued bio: (time, sector, sectors, pid).
 type QueuedBio = (Instant, u64, u32, u32);

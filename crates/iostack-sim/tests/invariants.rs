@@ -175,7 +175,8 @@ fn runs_are_deterministic() {
 fn random_map_covers_each_block_once_per_pass() {
     use iostack_core::{Action, TraceEvent, TraceSink};
     use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
+    use std::sync::Mutex;
     struct Qs(Arc<Mutex<BTreeMap<u64, u32>>>);
     impl TraceSink for Qs {
         fn event(&mut self, ev: &TraceEvent) {

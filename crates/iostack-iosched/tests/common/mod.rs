@@ -12,7 +12,8 @@ use iostack_core::{
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::Mutex;
 
 pub const DISK: DevT = DevT::new(8, 0);
 pub const MS: u64 = 1_000_000;
