@@ -2,8 +2,8 @@
 //! code builds it. Bios live in a slab and are chained through `next`, as the kernel
 //! chains them through `bi_next` inside a request.
 
-use crate::slab::Slab;
-use iostack_core::{DevT, ReqFlags, Sector};
+use iostack_core::Slab;
+use iostack_core::{BioOwner, DevT, ReqFlags, Sector};
 use iostack_des::Instant;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -21,8 +21,8 @@ pub struct Bio {
     pub flags: ReqFlags,
     pub pid: u32,
     pub cpu: u32,
-    /// Opaque tag handed back at completion so the submitter can be found.
-    pub owner: u64,
+    /// The submitting task and where the completion goes (`bi_end_io`).
+    pub owner: BioOwner,
     /// I/O priority (class, level) of the submitter; lower is better
     /// (`IOPRIO_CLASS_RT` = 1, `BE` = 2, `IDLE` = 3).
     pub ioprio: (u8, u8),

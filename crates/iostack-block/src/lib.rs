@@ -9,18 +9,20 @@
 //! (`flush.rs`: 2.6.28-2.6.36 barriers, 2.6.37's `blk_do_flush`, 2.6.39+'s
 //! `blk_insert_flush`). Scheduling policy lives behind [`Elevator`]; the
 //! policies themselves are in `iostack-iosched`, which depends on this crate and
-//! never the reverse. A blk-mq path will sit beside [`RequestQueue`] later.
+//! never the reverse. The layers above see a queue through [`BlockQueue`]; a
+//! blk-mq path and a 2.4 one will sit beside [`RequestQueue`] behind it.
 
 mod bio;
+mod blockqueue;
 mod elevator;
 mod limits;
 mod queue;
 mod request;
-mod slab;
-pub use slab::Slab;
+pub use iostack_core::Slab;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};
+pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{

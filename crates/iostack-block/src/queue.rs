@@ -7,7 +7,9 @@ use crate::bio::{Bio, BioId, BioSlab};
 use crate::elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 use crate::limits::{Partition, QueueLimits};
 use crate::request::{FlushRole, Request, RequestPool, RqId};
-use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TraceMask, TraceRecord, Tracer, Tunables};
+use iostack_core::{
+    Action, BioOwner, DevT, Pdu, ReqFlags, Sector, TaskId, TraceMask, TraceRecord, Tracer, Tunables,
+};
 use iostack_des::{Duration, Instant};
 use iostack_device::{Device, DeviceCmd};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -109,14 +111,14 @@ pub enum Submit {
     /// Queued (merged or in a new request); the submitter continues.
     Queued,
     /// No request could be allocated: the submitter sleeps in `get_request_wait`
-    /// until its bio's owner appears in `BlockOut::woken`.
+    /// until its bio's owner task appears in `BlockOut::woken`.
     Sleeping,
 }
 
 /// A bio finished (`bio_endio`).
 #[derive(Clone, Copy, Debug)]
 pub struct CompletedBio {
-    pub owner: u64,
+    pub owner: BioOwner,
     pub sector: Sector,
     pub bytes: u64,
     pub flags: ReqFlags,
@@ -143,8 +145,8 @@ pub enum QueueEvent {
 #[derive(Default, Debug)]
 pub struct BlockOut {
     pub completed: Vec<CompletedBio>,
-    /// Owners of bios whose sleeping submitter got its request and may continue.
-    pub woken: Vec<u64>,
+    /// Sleeping submitters that got their request and may continue.
+    pub woken: Vec<TaskId>,
     pub events: Vec<(Instant, QueueEvent)>,
 }
 
@@ -879,7 +881,7 @@ impl RequestQueue {
                 self.plug_and_insert(now, rq, ctx, tr, out);
                 let unplug = b.flags.contains(ReqFlags::UNPLUG);
                 self.make_request_out(now, ctx, unplug, tr, out);
-                out.woken.push(b.owner);
+                out.woken.push(b.owner.task);
             }
             None => {
                 self.trace_bio(now, &b, Action::SleepRq, Pdu::None, tr);

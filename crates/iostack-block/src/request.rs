@@ -2,7 +2,7 @@
 //! scheduler orders and the driver issues.
 
 use crate::bio::BioId;
-use crate::slab::Slab;
+use iostack_core::Slab;
 use iostack_core::{ReqFlags, Sector};
 use iostack_des::Instant;
 

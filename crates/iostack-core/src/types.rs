@@ -1,4 +1,4 @@
-//! Basic block-layer types.
+//! Basic block-layer types, and the names of tasks and bio owners.
 
 use crate::profile::Profile;
 
@@ -132,4 +132,28 @@ impl std::ops::BitOr for ReqFlags {
     fn bitor(self, o: ReqFlags) -> ReqFlags {
         self.union(o)
     }
+}
+
+/// A schedulable task of the simulated machine: a process or a kernel thread
+/// (`struct task_struct`), named by its index in the simulation's task table.
+/// Layers below the simulation use it to say whose bio, plug or sleep it is.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct TaskId(pub u32);
+
+/// What a bio's completion goes back to (`bi_end_io` with its `bi_private`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum EndIo {
+    /// `dio_bio_end_io`: one of the submitter's direct-I/O slots.
+    DirectIo { slot: u32 },
+    /// `mpage_end_io` / `end_buffer_async_*`: a page-cache bio (its index in the
+    /// page cache's table of bios in flight).
+    PageCache { bio: u32 },
+}
+
+/// The owner of a bio: the task that submitted it (woken when it slept in
+/// `get_request_wait`) and where its completion goes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct BioOwner {
+    pub task: TaskId,
+    pub end_io: EndIo,
 }

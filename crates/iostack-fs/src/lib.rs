@@ -15,7 +15,9 @@ pub mod ext2;
 pub mod ext4;
 pub mod extent_fs;
 pub mod mballoc;
+pub mod mount;
 mod rawdev;
+pub mod writepage;
 pub mod xfs;
 
 pub use extent_fs::{ExtentFs, FileExtent};

@@ -6,7 +6,8 @@
 
 use iostack_block::{Bio, BlockOut, QueueConfig, QueueEvent, RequestQueue};
 use iostack_core::{
-    Action, DevT, Profile, ReqFlags, TraceEvent, TraceRecord, TraceSink, Tracer, Tunables,
+    Action, BioOwner, DevT, EndIo, Profile, ReqFlags, TaskId, TraceEvent, TraceRecord, TraceSink,
+    Tracer, Tunables,
 };
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Device, DeviceCmd, HwLimits};
@@ -133,7 +134,10 @@ impl H {
             flags,
             pid: 100 + owner as u32,
             cpu: 0,
-            owner,
+            owner: BioOwner {
+                task: TaskId(owner as u32),
+                end_io: EndIo::DirectIo { slot: 0 },
+            },
             ioprio: (2, 4),
             submitted_at: Instant(at),
             next: None,
@@ -144,7 +148,7 @@ impl H {
     }
     fn sched(&mut self, now: u64) {
         for c in self.out.completed.drain(..) {
-            self.done.push((c.owner, now));
+            self.done.push((c.owner.task.0 as u64, now));
         }
         for (at, e) in self.out.events.drain(..) {
             self.evq.schedule(at, e);

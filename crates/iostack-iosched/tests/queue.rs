@@ -4,7 +4,8 @@
 
 use iostack_block::{Bio, BlockOut, Ctx, QueueEvent, RequestQueue, Submit};
 use iostack_core::{
-    Action, Profile, ReqFlags, TraceEvent, TraceRecord, TraceSink, Tracer, Tunables,
+    Action, BioOwner, EndIo, Profile, ReqFlags, TaskId, TraceEvent, TraceRecord, TraceSink, Tracer,
+    Tunables,
 };
 use iostack_des::{EventQueue, Instant};
 use std::sync::{Arc, Mutex};
@@ -61,7 +62,11 @@ impl Harness {
             flags,
             pid: 100,
             cpu: 0,
-            owner: sector,
+            // The sector names the submitter, so a test can tell who was woken.
+            owner: BioOwner {
+                task: TaskId(sector as u32),
+                end_io: EndIo::DirectIo { slot: 0 },
+            },
             ioprio: (2, 4),
             submitted_at: Instant(at),
             next: None,
@@ -201,7 +206,7 @@ fn allocators_sleep_at_the_hard_cap_and_wake_below_nr_requests() {
     let g_last = acts.iter().rposition(|a| *a == "G").unwrap();
     let completions_before = acts[s_at..g_last].iter().filter(|a| **a == "C").count();
     assert_eq!(completions_before, 3, "{acts:?}");
-    assert_eq!(h.out.woken, vec![700_000]);
+    assert_eq!(h.out.woken, vec![TaskId(700_000)]);
 }
 
 #[test]
@@ -297,7 +302,7 @@ fn a_request_freed_by_a_request_merge_wakes_a_sleeping_allocator() {
         let r = h.bio(t, base + 8, 8, ReqFlags::WRITE);
         assert_eq!(r, Submit::Queued, "{base}: {}", h.actions());
     }
-    assert_eq!(h.out.woken, vec![900_000], "the sleeper was woken");
+    assert_eq!(h.out.woken, vec![TaskId(900_000)], "the sleeper was woken");
     h.unplug(t + 1);
     h.run();
     let issued = h.issued();

@@ -6,16 +6,25 @@
 //! decisions the kernel makes; the simulation's event loop drives it and turns its
 //! decisions into bios.
 
+pub mod bdp;
 pub mod bitmap;
+pub mod flusher;
 pub mod mapping;
+pub mod pagecache;
 pub mod readahead;
+pub mod sync_inodes;
 mod tunables;
+pub mod wbc;
 pub mod writeback;
 
+pub use bdp::BdpAction;
 pub use bitmap::PageBits;
+pub use flusher::FlusherNext;
 pub use mapping::AddressSpace;
+pub use pagecache::{BufBio, Vm, VmConfig, WbPages};
 pub use readahead::{ondemand_readahead, FileRaState, RaWindow};
 pub use tunables::TUNABLES;
+pub use wbc::{FlusherState, PageRun, Throttle, WbJob, WbStep, Wbc, Wcp};
 pub use writeback::{DirtyConfig, DirtyLimits};
 
 /// `PAGE_CACHE_SIZE`.

@@ -13,16 +13,9 @@ use crate::world::Simulation;
 use iostack_core::DevT;
 use iostack_fs::FsError;
 
-/// The inode number standing for the mounted file system's block device.
-pub(crate) const BDEV_INO: u32 = u32::MAX;
-/// The inode number standing for the whole disk when the file system is on a
-/// partition.
-pub(crate) const DISK_INO: u32 = u32::MAX - 1;
-
-/// Is this mapping a block device's own page cache?
-pub(crate) fn is_bdev(ino: u32) -> bool {
-    ino >= DISK_INO
-}
+/// The block devices' inode numbers (mapping 0 is `BDEV_INO`, the file
+/// system's block device) are the page cache's.
+pub(crate) use iostack_mm::pagecache::{is_bdev, DISK_INO};
 
 impl Simulation {
     /// The page cache of a raw device node of `size` bytes, for buffered I/O.

@@ -8,337 +8,17 @@
 //! of copied pages) per step, paying the CPU cost of that work in virtual time, so
 //! two writeback callers on one inode interleave as they do on two CPUs.
 
-use crate::fsys::WritepageKind;
-use crate::workload::Dir;
-use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
-use iostack_block::{Bio, Ctx, Slab, Submit};
-use iostack_core::ReqFlags;
+use crate::task::{Blocked, KThread, TaskKind};
+use crate::world::Simulation;
+use iostack_block::{Bio, Submit};
+use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
-use iostack_mm::writeback::{MAX_WRITEBACK_PAGES, PAGEVEC_SIZE};
-use iostack_mm::{ondemand_readahead, AddressSpace, DirtyLimits, FileRaState, RaWindow};
-use std::collections::{BTreeMap, VecDeque};
-
-/// Bio tag bit: a page-cache bio (its low bits index `Vm::bufbios`).
-pub(crate) const BUF_TAG: u32 = 1 << 31;
-
-/// A page-cache bio in flight.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BufBio {
-    map: u32,
-    first: u64,
-    pages: u64,
-    write: bool,
-}
-
-/// Variant switches and limits, resolved from tunables once.
-#[derive(Clone, Debug)]
-pub(crate) struct VmConfig {
-    pub flusher_only_index: bool,
-    pub io_less: bool,
-    pub pdflush: bool,
-    pub write_locked_inodes: bool,
-    pub ext4_index_pages_written: bool,
-    /// 2.6.29+ `write_cache_pages`: stop inside the pagevec when done and keep
-    /// `done_index`; 2.6.28 finishes the pagevec and keeps `index`.
-    pub wcp_break: bool,
-    pub expire: Duration,
-    pub interval: Duration,
-    pub ra_pages: u64,
-    pub copy_page_ns: u64,
-    pub wb_page_ns: u64,
-    pub mem_pages: u64,
-    pub limits: DirtyLimits,
-    pub ratelimit: u64,
-    pub v2632_chunk: bool,
-}
-
-/// The arguments of one writeback pass (`struct writeback_control`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Wbc {
-    pub nr_to_write: i64,
-    pub nonblocking: bool,
-    pub sync_all: bool,
-    pub older_than: Option<Instant>,
-    pub range_cyclic: bool,
-    pub only_map: Option<u32>,
-    pub encountered_congestion: bool,
-    pub more_io: bool,
-    pub written: u64,
-}
-
-impl Wbc {
-    fn cyclic(nr: u64, nonblocking: bool) -> Wbc {
-        Wbc {
-            nr_to_write: nr as i64,
-            nonblocking,
-            sync_all: false,
-            older_than: None,
-            range_cyclic: true,
-            only_map: None,
-            encountered_congestion: false,
-            more_io: false,
-            written: 0,
-        }
-    }
-}
-
-/// One `write_cache_pages` call on one mapping, resumable between pagevecs.
-#[derive(Clone, Debug)]
-pub(crate) struct Wcp {
-    pub(crate) map: u32,
-    pub(crate) index: u64,
-    pub(crate) end: u64,
-    pub(crate) start: u64,
-    pub(crate) scanned: bool,
-    pub(crate) cycled: bool,
-    pub(crate) done: bool,
-    pub(crate) done_index: u64,
-    pub(crate) owns_isync: bool,
-    /// The open bio of a multi-page writer: (first page, pages, first block).
-    pub(crate) bio: Option<(u64, u64, u64)>,
-    /// ext4: the extent of delalloc pages being collected (`mpd.first_page`,
-    /// `mpd.next_page`), whether it was written (`io_done`), pages written.
-    pub(crate) ext: Option<(u64, u64)>,
-    pub(crate) io_done: bool,
-    /// `__mpage_da_writepage` returned `MPAGE_DA_EXTENT_TAIL`: the extent ended
-    /// inside a pagevec and the rest of that pagevec was redirtied.
-    pub(crate) extent_tail: bool,
-    pub(crate) mpd_written: u64,
-    /// ext4 `ext4_da_writepages`: the cursor it started from and what it wrote.
-    pub(crate) da_start: u64,
-    pub(crate) da_written: u64,
-    /// The pagevec being worked through, and the next entry.
-    pub(crate) pvec: Vec<u64>,
-    pub(crate) pvec_pos: usize,
-    /// XFS `xfs_cluster_write`: the next page the cluster will probe.
-    pub(crate) cluster: Option<u64>,
-    /// `lock_page` on a page another caller holds in its extent: the caller
-    /// sleeps until that extent is written, then looks at the page again.
-    pub(crate) lock_wait: Option<u64>,
-    /// ext4: dirty pages this `ext4_da_writepages` call passed over without
-    /// writing (`redirty_page_for_writepage` after an extent was submitted,
-    /// counted in `wbc->pages_skipped`), carried across its restarts.
-    pub(crate) skipped: u64,
-}
-
-/// A writeback job a task runs: `writeback_inodes` (or one mapping for fsync).
-#[derive(Debug)]
-pub(crate) struct WbJob {
-    pub wbc: Wbc,
-    pub(crate) cur: Option<Wcp>,
-    queued: bool,
-    /// This pass already met the inodes another task was writing.
-    saw_locked: bool,
-}
-
-impl WbJob {
-    pub fn new(wbc: Wbc) -> WbJob {
-        WbJob {
-            wbc,
-            cur: None,
-            queued: false,
-            saw_locked: false,
-        }
-    }
-}
-
-/// What a writeback step asks of its task.
-pub(crate) enum WbStep {
-    Continue(Duration),
-    Sleep,
-    Finished,
-}
-
-/// What the flusher thread is doing.
-#[derive(Debug)]
-pub(crate) enum FlusherState {
-    Idle,
-    /// A background (`for_background`) or kupdate (`for_kupdate`) pass.
-    Running {
-        kupdate: bool,
-        job: Box<WbJob>,
-        /// kupdate: pages left to write this wakeup.
-        budget: i64,
-    },
-    /// In `congestion_wait` between passes.
-    Waiting {
-        kupdate: bool,
-        budget: i64,
-    },
-}
-
-/// The page cache and writeback state of the machine.
-pub(crate) struct Vm {
-    pub cfg: VmConfig,
-    pub maps: Vec<AddressSpace>,
-    /// Inode number of each mapping (`bdev::BDEV_INO`, `bdev::DISK_INO` for block devices).
-    pub map_ino: Vec<u32>,
-    pub by_ino: BTreeMap<u32, u32>,
-    pub bufbios: Slab<BufBio>,
-    pub nr_dirty: u64,
-    pub nr_writeback: u64,
-    pub nr_cached: u64,
-    lru: VecDeque<(u32, u64, u64)>,
-    pub dirty_exceeded: bool,
-    /// Dirty inodes in `dirtied_when` order (`b_dirty`), and the lists a pass
-    /// works from (`b_io`, `b_more_io`).
-    b_dirty: VecDeque<u32>,
-    b_io: VecDeque<u32>,
-    b_more_io: VecDeque<u32>,
-    /// `I_SYNC` holder of each mapping.
-    i_sync: Vec<Option<Task>>,
-    /// Mappings under `I_SYNC`: they stay on `b_io` while written
-    /// (`__sync_single_inode` moves them only when done), so other passes meet them.
-    syncing: Vec<u32>,
-    pub flusher: FlusherState,
-    pub flusher_pid: u32,
-    /// Tasks in `congestion_wait`, with their timeout.
-    pub congestion_waiters: Vec<(Task, Instant)>,
-    /// Tasks waiting for a page to be read: (task, map, page).
-    pub page_waiters: Vec<(Task, u32, u64)>,
-    /// Tasks waiting for a mapping's writeback to finish (fsync).
-    pub wb_waiters: Vec<(Task, u32)>,
-    pub lazy: LazyInit,
-    /// ext4 pages redirtied because their extent was only partly mapped.
-    pub ext4_redirtied: u64,
-    /// Tasks in `lock_page` on a page held in another caller's extent:
-    /// (task, map, page).
-    pub lock_waiters: Vec<(Task, u32, u64)>,
-    /// How many times a writeback caller waited for such a page.
-    pub lock_waits: u64,
-    /// Pages sent to the disk by writeback, by who sent them.
-    pub wb_pages: crate::stats::WbPages,
-}
-
-/// The file system's background zeroing of inode tables through the block
-/// device's page cache (ext4's lazy inode-table initialisation of the 2008
-/// patch queue): a kernel task that dirties one range at a time and is throttled
-/// in `balance_dirty_pages` like any writer.
-#[derive(Debug, Default)]
-pub(crate) struct LazyInit {
-    pub ranges: Vec<(u64, u64)>,
-    pub idx: usize,
-    pub off: u64,
-    pub dirtied_since: u64,
-    pub throttle: Option<Throttle>,
-    pub pending: VecDeque<Bio>,
-    pub pid: u32,
-}
-
-impl Vm {
-    pub fn new(cfg: VmConfig) -> Vm {
-        let mut vm = Vm {
-            cfg,
-            maps: Vec::new(),
-            map_ino: Vec::new(),
-            by_ino: BTreeMap::new(),
-            bufbios: Slab::new("page-cache bio"),
-            nr_dirty: 0,
-            nr_writeback: 0,
-            nr_cached: 0,
-            lru: VecDeque::new(),
-            dirty_exceeded: false,
-            b_dirty: VecDeque::new(),
-            b_io: VecDeque::new(),
-            b_more_io: VecDeque::new(),
-            i_sync: Vec::new(),
-            syncing: Vec::new(),
-            flusher: FlusherState::Idle,
-            flusher_pid: 0,
-            congestion_waiters: Vec::new(),
-            page_waiters: Vec::new(),
-            wb_waiters: Vec::new(),
-            lazy: LazyInit::default(),
-            ext4_redirtied: 0,
-            lock_waiters: Vec::new(),
-            lock_waits: 0,
-            wb_pages: crate::stats::WbPages::default(),
-        };
-        // Mapping 0 is the block device's inode.
-        vm.maps.push(AddressSpace::new(0, u64::MAX / 2));
-        vm.map_ino.push(crate::bdev::BDEV_INO);
-        vm.i_sync.push(None);
-        vm
-    }
-
-    /// The mapping of a file, created on first use.
-    pub fn map_of(&mut self, ino: u32, size_pages: u64) -> u32 {
-        if let Some(&m) = self.by_ino.get(&ino) {
-            return m;
-        }
-        let m = self.maps.len() as u32;
-        self.maps.push(AddressSpace::new(ino, size_pages));
-        self.map_ino.push(ino);
-        self.i_sync.push(None);
-        self.by_ino.insert(ino, m);
-        m
-    }
-
-    /// Pages dirtied in a mapping: global counters and the dirty inode list
-    /// (`__mark_inode_dirty` puts a newly dirty inode at the tail of `b_dirty`).
-    fn account_dirtied(&mut self, map: u32, newly: u64, now: Instant) {
-        self.nr_dirty += newly;
-        let m = &mut self.maps[map as usize];
-        if newly > 0 && m.dirtied_when.is_none() {
-            m.dirtied_when = Some(now);
-        }
-        if newly > 0 && !self.on_lists(map) {
-            self.maps[map as usize].dirtied_when = Some(now);
-            self.b_dirty.push_back(map);
-        }
-    }
-
-    fn on_lists(&self, map: u32) -> bool {
-        self.b_dirty.contains(&map) || self.b_io.contains(&map) || self.b_more_io.contains(&map)
-    }
-
-    fn note_cached(&mut self, map: u32, first: u64, n: u64) {
-        self.nr_cached += n;
-        self.lru.push_back((map, first, n));
-    }
-
-    /// `shrink_inactive_list` stand-in: free clean pages from the oldest cached runs
-    /// until the cache fits in memory again (dirty and writeback pages are skipped
-    /// and their runs rotated, as reclaim would activate them).
-    fn reclaim(&mut self) {
-        let high = self.cfg.mem_pages - self.cfg.mem_pages / 10;
-        if self.nr_cached <= high {
-            return;
-        }
-        let low = self.cfg.mem_pages - self.cfg.mem_pages / 8;
-        // Scan a bounded batch per call, as shrink_zone does per priority pass.
-        let mut budget = self.lru.len().min(256);
-        while self.nr_cached > low && budget > 0 {
-            budget -= 1;
-            let Some((map, first, n)) = self.lru.pop_front() else {
-                break;
-            };
-            let m = &mut self.maps[map as usize];
-            let freed = m.reclaim(first, n);
-            self.nr_cached -= freed;
-            if m.present.count_range(first, n) > 0 {
-                self.lru.push_back((map, first, n));
-            }
-        }
-    }
-
-    /// `queue_io`: move `b_more_io`, then the expired part of `b_dirty`, to `b_io`.
-    fn queue_io(&mut self, older_than: Option<Instant>) {
-        while let Some(m) = self.b_more_io.pop_front() {
-            self.b_io.push_back(m);
-        }
-        while let Some(&m) = self.b_dirty.front() {
-            let when = self.maps[m as usize].dirtied_when.unwrap_or(Instant::ZERO);
-            if let Some(t) = older_than {
-                if when > t {
-                    break;
-                }
-            }
-            self.b_dirty.pop_front();
-            self.b_io.push_back(m);
-        }
-    }
-}
+use iostack_fs::mount::WritepageKind;
+use iostack_mm::bdp::CONGESTION_WAIT;
+use iostack_mm::writeback::PAGEVEC_SIZE;
+use iostack_mm::{ondemand_readahead, RaWindow};
+use iostack_mm::{BdpAction, FlusherNext};
+use iostack_mm::{BufBio, FlusherState, Throttle, WbJob, WbStep, Wbc, Wcp};
 
 impl Simulation {
     // ---------------------------------------------------------------- reads
@@ -348,7 +28,7 @@ impl Simulation {
     pub(crate) fn buffered_read_step(&mut self, pi: u32, now: Instant) {
         let mut cost = 0u64;
         loop {
-            if self.drain_pending(pi as Task, now) {
+            if self.drain_pending(TaskId(pi), now) {
                 return;
             }
             let p = &self.procs[pi as usize];
@@ -363,7 +43,7 @@ impl Simulation {
                     p.ra.prev_pos = Some(last * iostack_mm::PAGE_SIZE);
                 }
                 let done_at = now + Duration(cost);
-                self.charge_sys(pi as Task, Duration(cost));
+                self.charge_sys(TaskId(pi), Duration(cost));
                 self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
                 return;
             }
@@ -378,7 +58,7 @@ impl Simulation {
                     size: 1,
                     async_size: 0,
                 });
-                self.submit_readahead(pi as Task, map, w, now);
+                self.submit_readahead(TaskId(pi), map, w, now);
                 if !self.vm.maps[map as usize].present.get(idx) {
                     // no_cached_page: read just this page.
                     let w1 = RaWindow {
@@ -386,7 +66,7 @@ impl Simulation {
                         size: 1,
                         async_size: 0,
                     };
-                    self.submit_readahead(pi as Task, map, w1, now);
+                    self.submit_readahead(TaskId(pi), map, w1, now);
                 }
                 continue;
             }
@@ -397,7 +77,7 @@ impl Simulation {
                 let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], true, idx, req);
                 self.procs[pi as usize].ra = ra;
                 if let Some(w) = w {
-                    self.submit_readahead(pi as Task, map, w, now);
+                    self.submit_readahead(TaskId(pi), map, w, now);
                 }
                 // 2.6.32: if the marked page is already up to date, kick the queue
                 // now (blk_run_backing_dev), since lock_page will not.
@@ -408,19 +88,15 @@ impl Simulation {
             }
             if !m.uptodate.get(idx) {
                 // lock_page_killable → sync_page → unplug, then sleep on the page.
-                let p = &self.procs[pi as usize];
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let task = TaskId(pi);
+                let ctx = self.tasks.get(task).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
-                self.vm.page_waiters.push((pi as Task, map, idx));
-                self.charge_sys(pi as Task, Duration(cost));
+                self.vm.page_waiters.push((task, map, idx));
+                self.charge_sys(task, Duration(cost));
                 // The copies made so far take their CPU time before the sleep
                 // can end.
-                let p = &mut self.procs[pi as usize];
-                p.blocked = Blocked::OnPage;
-                p.cpu_until = now + Duration(cost);
+                self.tasks.block(task, Blocked::OnPage);
+                self.tasks.get_mut(task).cpu_until = now + Duration(cost);
                 return;
             }
             // Copy the run of up-to-date pages without a marker.
@@ -435,17 +111,13 @@ impl Simulation {
             p.ra.prev_pos = Some((end - 1) * iostack_mm::PAGE_SIZE);
             if p.unplug_after {
                 p.unplug_after = false;
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let ctx = self.tasks.get(TaskId(pi)).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
             }
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
-                self.charge_sys(pi as Task, Duration(cost));
-                self.evq
-                    .schedule(now + Duration(cost), crate::world::Ev::Proc(pi));
+                self.charge_sys(TaskId(pi), Duration(cost));
+                self.schedule_task(TaskId(pi), now + Duration(cost));
                 return;
             }
         }
@@ -453,7 +125,7 @@ impl Simulation {
 
     /// `__do_page_cache_readahead` + `read_pages` → `mpage_readpages`: allocate the
     /// window's missing pages and queue bios over physically contiguous runs.
-    fn submit_readahead(&mut self, task: Task, map: u32, w: RaWindow, now: Instant) {
+    fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
         let ino = self.vm.map_ino[map as usize];
         for (first, n) in runs {
@@ -496,7 +168,7 @@ impl Simulation {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn queue_page_bios(
         &mut self,
-        task: Task,
+        task: TaskId,
         map: u32,
         first: u64,
         n: u64,
@@ -508,14 +180,15 @@ impl Simulation {
         let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
         if write {
             let wb = &mut self.vm.wb_pages;
-            match task {
+            match self.tasks.kind(task) {
                 _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
-                FLUSHER => wb.flusher += n,
-                LAZYINIT => wb.kthread += n,
-                _ => wb.dirtier += n,
+                TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
+                TaskKind::KernelThread(_) => wb.kthread += n,
+                TaskKind::Process(_) => wb.dirtier += n,
             }
         }
-        let (pid, cpu, ioprio) = self.task_ids(task);
+        let t = self.tasks.get(task);
+        let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
         let dev = self.map_dev(map);
         let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
@@ -535,12 +208,15 @@ impl Simulation {
                 flags,
                 pid,
                 cpu,
-                owner: ((task as u64) << 32) | (BUF_TAG | tag) as u64,
+                owner: BioOwner {
+                    task,
+                    end_io: EndIo::PageCache { bio: tag },
+                },
                 ioprio,
                 submitted_at: now,
                 next: None,
             };
-            self.pending_of(task).push_back(bio);
+            self.tasks.get_mut(task).pending.push_back(bio);
             off += k;
         }
     }
@@ -548,7 +224,7 @@ impl Simulation {
     /// The `rw` of a page-cache bio: readahead reads, and writeback flagged by
     /// the job's sync mode and the file system's `->writepage` path
     /// (`ReqFlags::writeback`).
-    fn page_bio_flags(&mut self, task: Task, map: u32, write: bool) -> ReqFlags {
+    fn page_bio_flags(&mut self, task: TaskId, map: u32, write: bool) -> ReqFlags {
         let profile = self.cfg.tunables.profile();
         if !write {
             return ReqFlags::readahead(profile);
@@ -560,14 +236,14 @@ impl Simulation {
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.
-    pub(crate) fn drain_pending(&mut self, task: Task, now: Instant) -> bool {
-        while let Some(mut bio) = self.pending_of(task).pop_front() {
+    pub(crate) fn drain_pending(&mut self, task: TaskId, now: Instant) -> bool {
+        while let Some(mut bio) = self.tasks.get_mut(task).pending.pop_front() {
             bio.submitted_at = now;
             let r = self
                 .queue
                 .submit_bio(now, bio, &mut self.tracer, &mut self.out);
             if r == Submit::Sleeping {
-                self.set_blocked_on_request(task);
+                self.tasks.block(task, Blocked::OnRequest);
                 return true;
             }
         }
@@ -620,11 +296,11 @@ impl Simulation {
     /// A buffered `write()`: `generic_perform_write` copies page by page, dirtying
     /// each, and calls `balance_dirty_pages_ratelimited` as pages are dirtied.
     pub(crate) fn buffered_write_step(&mut self, pi: u32, now: Instant) {
-        if self.drain_pending(pi as Task, now) {
+        if self.drain_pending(TaskId(pi), now) {
             return;
         }
         if self.procs[pi as usize].throttle.is_some() {
-            self.throttle_step(pi as Task, now);
+            self.throttle_step(TaskId(pi), now);
             return;
         }
         let op = self.procs[pi as usize].buf.expect("buffered op");
@@ -632,11 +308,7 @@ impl Simulation {
             self.evq.schedule(now, crate::world::Ev::BufDone(pi));
             return;
         }
-        let ratelimit = if self.vm.dirty_exceeded {
-            8
-        } else {
-            self.vm.cfg.ratelimit
-        };
+        let ratelimit = self.vm.ratelimit();
         let p = &self.procs[pi as usize];
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
@@ -665,46 +337,30 @@ impl Simulation {
         if p.dirtied_since_check >= ratelimit {
             let dirtied = p.dirtied_since_check;
             p.dirtied_since_check = 0;
-            let chunk = iostack_mm::writeback::write_chunk(
-                self.vm.cfg.ratelimit,
-                dirtied,
-                self.vm.cfg.v2632_chunk,
-            );
-            p.throttle = Some(Throttle {
-                write_chunk: chunk,
-                pages_written: 0,
-                job: None,
-            });
+            p.throttle = Some(Throttle::new(&self.vm, dirtied));
         }
         self.vm.reclaim();
-        self.charge_sys(pi as Task, cost);
-        self.evq.schedule(now + cost, crate::world::Ev::Proc(pi));
+        self.charge_sys(TaskId(pi), cost);
+        self.schedule_task(TaskId(pi), now + cost);
     }
 
-    fn throttle_of(&mut self, task: Task) -> &mut Option<Throttle> {
-        if task == LAZYINIT {
-            &mut self.vm.lazy.throttle
-        } else {
-            &mut self.procs[task as usize].throttle
+    /// The `balance_dirty_pages` state of a dirtying task.
+    fn throttle_of(&mut self, task: TaskId) -> &mut Option<Throttle> {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => &mut self.procs[i as usize].throttle,
+            TaskKind::KernelThread(KThread::LazyInit) => &mut self.lazy.throttle,
+            k => panic!("{k:?} does not dirty pages"),
         }
     }
 
-    /// Run a task's next step at `at`.
-    pub(crate) fn schedule_task(&mut self, task: Task, at: Instant) {
-        let ev = match task {
-            FLUSHER => crate::world::Ev::Flusher,
-            LAZYINIT => crate::world::Ev::LazyInit,
-            p => crate::world::Ev::Proc(p),
-        };
-        self.evq.schedule(at, ev);
-    }
-
-    /// `balance_dirty_pages` for a dirtying task, one step at a time.
-    fn throttle_step(&mut self, task: Task, now: Instant) {
-        let l = self.vm.cfg.limits;
+    /// `balance_dirty_pages` for a dirtying task, one step at a time: the
+    /// decisions are mm's (`Throttle::next`, `Throttle::job_done`); the task's
+    /// own writeback runs as its steps.
+    pub(crate) fn throttle_step(&mut self, task: TaskId, now: Instant) {
         loop {
-            let th = self.throttle_of(task).as_mut().unwrap();
-            if th.job.is_some() {
+            let mut th = self.throttle_of(task).take().expect("throttled task");
+            let action = if th.job.is_some() {
+                *self.throttle_of(task) = Some(th);
                 match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
                         self.charge_sys(task, d);
@@ -713,77 +369,48 @@ impl Simulation {
                     }
                     WbStep::Sleep => return,
                     WbStep::Finished => {
-                        let th = self.throttle_of(task).as_mut().unwrap();
-                        let job = th.job.take().unwrap();
-                        th.pages_written += job.wbc.written;
-                        let done = th.pages_written >= th.write_chunk;
-                        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-                        if dirty <= l.dirty || done {
-                            self.throttle_exit(task, now);
-                            return;
-                        }
-                        // congestion_wait(WRITE, HZ/10).
-                        self.congestion_wait(task, now);
-                        return;
+                        th = self.throttle_of(task).take().expect("throttled task");
+                        th.job_done(&mut self.vm)
                     }
                 }
+            } else {
+                th.next(&mut self.vm)
+            };
+            match action {
+                BdpAction::Exit { kick_background } => {
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.schedule_task(task, now);
+                    return;
+                }
+                BdpAction::Wait {
+                    timeout,
+                    kick_background,
+                } => {
+                    *self.throttle_of(task) = Some(th);
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.congestion_wait_for(task, now, timeout);
+                    return;
+                }
+                BdpAction::Write => *self.throttle_of(task) = Some(th),
             }
-            let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-            if dirty <= l.dirty || dirty < (l.background + l.dirty) / 2 {
-                self.throttle_exit(task, now);
-                return;
-            }
-            self.vm.dirty_exceeded = true;
-            if self.vm.cfg.io_less {
-                // 3.2+: the task never writes; it pauses (at most 200 ms) while
-                // the flusher works, then looks again.
-                self.kick_background(now);
-                let max_pause = Duration(200_000_000);
-                self.congestion_wait_for(task, now, max_pause);
-                return;
-            }
-            if self.vm.nr_dirty == 0 {
-                self.congestion_wait(task, now);
-                return;
-            }
-            // The dirtier writes back write_chunk pages of its bdi itself.
-            let th = self.throttle_of(task).as_mut().unwrap();
-            let chunk = th.write_chunk;
-            th.job = Some(WbJob::new(Wbc::cyclic(chunk, false)));
         }
-    }
-
-    fn throttle_exit(&mut self, task: Task, now: Instant) {
-        let l = self.vm.cfg.limits;
-        let dirty = self.vm.nr_dirty + self.vm.nr_writeback;
-        if dirty < l.dirty {
-            self.vm.dirty_exceeded = false;
-        }
-        *self.throttle_of(task) = None;
-        // pdflush_operation(background_writeout) / bdi_start_writeback, unless
-        // the flusher is already working this bdi.
-        if self.vm.nr_dirty > l.background {
-            self.kick_background(now);
-        }
-        self.schedule_task(task, now);
-    }
-
-    fn congestion_wait(&mut self, task: Task, now: Instant) {
-        let d = Duration(1_000_000_000 / 10);
-        self.congestion_wait_for(task, now, d);
     }
 
     /// Sleep until write congestion clears or the timeout passes.
-    fn congestion_wait_for(&mut self, task: Task, now: Instant, d: Duration) {
+    fn congestion_wait_for(&mut self, task: TaskId, now: Instant, d: Duration) {
         let until = now + d;
         self.vm.congestion_waiters.push((task, until));
-        self.set_blocked_congestion(task);
+        self.tasks.block(task, Blocked::OnCongestion);
         self.evq
             .schedule(until, crate::world::Ev::CongestionTimeout(task));
     }
 
     /// The timeout of a `congestion_wait` fired.
-    pub(crate) fn congestion_timeout(&mut self, task: Task, now: Instant) {
+    pub(crate) fn congestion_timeout(&mut self, task: TaskId, now: Instant) {
         if let Some(i) = self
             .vm
             .congestion_waiters
@@ -799,44 +426,29 @@ impl Simulation {
 
     /// `filemap_write_and_wait` on the task's file (fsync, fdatasync, end_fsync).
     pub(crate) fn start_fsync(&mut self, pi: u32, map: u32) {
-        let wbc = Wbc {
-            nr_to_write: i64::MAX,
-            nonblocking: false,
-            sync_all: true,
-            older_than: None,
-            range_cyclic: false,
-            only_map: Some(map),
-            encountered_congestion: false,
-            more_io: false,
-            written: 0,
-        };
-        self.procs[pi as usize].fsync = Some(WbJob::new(wbc));
+        self.procs[pi as usize].fsync = Some(WbJob::new(Wbc::for_fsync(map)));
     }
 
     /// One step of an fsync: write the file's dirty pages, then wait for them.
     pub(crate) fn fsync_step(&mut self, pi: u32, now: Instant) -> bool {
-        match self.wb_step(pi as Task, now) {
+        match self.wb_step(TaskId(pi), now) {
             WbStep::Continue(d) => {
-                self.charge_sys(pi as Task, d);
-                self.evq.schedule(now + d, crate::world::Ev::Proc(pi));
+                self.charge_sys(TaskId(pi), d);
+                self.schedule_task(TaskId(pi), now + d);
                 false
             }
             WbStep::Sleep => false,
             WbStep::Finished => {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
-                let p = &self.procs[pi as usize];
-                let ctx = Ctx {
-                    pid: p.pid,
-                    cpu: p.cpu,
-                };
+                let ctx = self.tasks.get(TaskId(pi)).ctx();
                 self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                 // filemap_fdatawait: wait for the pages under writeback. A page
                 // another caller redirtied behind this pass is not waited for.
                 let m = &self.vm.maps[map as usize];
                 if m.nr_writeback() > 0 {
-                    self.vm.wb_waiters.push((pi as Task, map));
-                    self.procs[pi as usize].blocked = Blocked::OnPage;
+                    self.vm.wb_waiters.push((TaskId(pi), map));
+                    self.tasks.block(TaskId(pi), Blocked::OnPage);
                     self.procs[pi as usize].fsync_waiting = true;
                     false
                 } else {
@@ -848,152 +460,91 @@ impl Simulation {
 
     // ---------------------------------------------------------------- flusher
 
-    /// Start background writeback if the flusher is idle (`pdflush_operation(
-    /// background_writeout)`, `bdi_start_background_writeback`).
+    /// Start background writeback if the flusher is idle (mm's
+    /// `Vm::kick_background`), and wake it.
     pub(crate) fn kick_background(&mut self, now: Instant) {
-        if matches!(self.vm.flusher, FlusherState::Idle) {
-            self.vm.flusher = FlusherState::Running {
-                kupdate: false,
-                job: Box::new(WbJob::new(Wbc::cyclic(
-                    MAX_WRITEBACK_PAGES,
-                    self.vm.cfg.pdflush,
-                ))),
-                budget: 0,
-            };
-            self.evq.schedule(now, crate::world::Ev::Flusher);
+        if self.vm.kick_background() {
+            self.schedule_task(self.vm.flusher, now);
         }
     }
 
     /// The periodic wakeup (`wb_kupdate` / `wb_check_old_data_flush`).
     pub(crate) fn flusher_timer(&mut self, now: Instant) {
-        if self.cfg_interval().0 == 0 {
+        let interval = self.vm.cfg.interval;
+        if interval.0 == 0 {
             return;
         }
-        if matches!(self.vm.flusher, FlusherState::Idle) && self.vm.nr_dirty > 0 {
-            let budget = self.vm.nr_dirty as i64;
-            let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
-            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
-            self.vm.flusher = FlusherState::Running {
-                kupdate: true,
-                job: Box::new(WbJob::new(wbc)),
-                budget,
-            };
-            self.evq.schedule(now, crate::world::Ev::Flusher);
+        if self.vm.kupdate_timer(now) {
+            self.schedule_task(self.vm.flusher, now);
         }
         if self.any_proc_alive() {
             self.evq
-                .schedule(now + self.cfg_interval(), crate::world::Ev::FlusherTimer);
+                .schedule(now + interval, crate::world::Ev::WritebackTimer);
         }
     }
 
-    fn cfg_interval(&self) -> Duration {
-        self.vm.cfg.interval
-    }
-
-    /// One step of the flusher thread.
+    /// One step of the flusher thread: a step of its pass, or what follows a
+    /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
     pub(crate) fn flusher_step(&mut self, now: Instant) {
-        match &self.vm.flusher {
+        let flusher = self.vm.flusher;
+        match &self.vm.flusher_state {
             FlusherState::Idle => return,
             FlusherState::Waiting { kupdate, budget } => {
                 let (k, b) = (*kupdate, *budget);
-                self.next_flusher_pass(k, b, now);
+                self.vm.start_flusher_pass(k, b, now);
+                self.schedule_task(flusher, now);
                 return;
             }
             FlusherState::Running { .. } => {}
         }
-        match self.wb_step(FLUSHER, now) {
-            WbStep::Continue(d) => self.evq.schedule(now + d, crate::world::Ev::Flusher),
+        match self.wb_step(flusher, now) {
+            WbStep::Continue(d) => self.schedule_task(flusher, now + d),
             WbStep::Sleep => {}
             WbStep::Finished => {
-                let FlusherState::Running {
-                    kupdate,
-                    job,
-                    budget,
-                } = std::mem::replace(&mut self.vm.flusher, FlusherState::Idle)
-                else {
-                    unreachable!()
-                };
-                let budget = budget - job.wbc.written as i64;
-                let full = job.wbc.nr_to_write <= 0;
-                let l = self.vm.cfg.limits;
-                let more = if kupdate {
-                    budget > 0
-                } else {
-                    self.vm.nr_dirty > l.background
-                };
-                if !more || self.vm.nr_dirty == 0 || !self.any_proc_alive() {
-                    self.flusher_idle(now);
-                    return;
-                }
-                if full {
-                    self.next_flusher_pass(kupdate, budget, now);
-                } else if job.wbc.encountered_congestion || job.wbc.more_io {
-                    // congestion_wait(WRITE, HZ/10), then another pass.
-                    self.vm.flusher = FlusherState::Waiting { kupdate, budget };
-                    self.congestion_wait(FLUSHER, now);
-                } else {
-                    self.flusher_idle(now);
+                let alive = self.any_proc_alive();
+                match self.vm.flusher_pass_done(now, alive) {
+                    FlusherNext::Run => self.schedule_task(flusher, now),
+                    FlusherNext::CongestionWait => {
+                        self.congestion_wait_for(flusher, now, CONGESTION_WAIT)
+                    }
+                    FlusherNext::Idle => {}
                 }
             }
         }
-    }
-
-    fn flusher_idle(&mut self, now: Instant) {
-        self.vm.flusher = FlusherState::Idle;
-        // 2.6.32 wb_check_background_flush: keep going while over the threshold.
-        if !self.vm.cfg.pdflush
-            && self.vm.nr_dirty > self.vm.cfg.limits.background
-            && self.any_proc_alive()
-        {
-            self.kick_background(now);
-        }
-    }
-
-    fn next_flusher_pass(&mut self, kupdate: bool, budget: i64, now: Instant) {
-        let mut wbc = Wbc::cyclic(MAX_WRITEBACK_PAGES, self.vm.cfg.pdflush);
-        if kupdate {
-            wbc.older_than = Some(Instant(now.0.saturating_sub(self.vm.cfg.expire.0)));
-        }
-        self.vm.flusher = FlusherState::Running {
-            kupdate,
-            job: Box::new(WbJob::new(wbc)),
-            budget,
-        };
-        self.evq.schedule(now, crate::world::Ev::Flusher);
     }
 
     // ---------------------------------------------------------------- writeback
 
-    pub(crate) fn job_of(&mut self, task: Task) -> &mut WbJob {
-        if task == LAZYINIT {
-            return self
-                .vm
+    /// The writeback job a task is running: the flusher's pass, a process's
+    /// fsync, or a throttled dirtier's `balance_dirty_pages` chunk.
+    pub(crate) fn job_of(&mut self, task: TaskId) -> &mut WbJob {
+        match self.tasks.kind(task) {
+            TaskKind::KernelThread(KThread::LazyInit) => self
                 .lazy
                 .throttle
                 .as_mut()
                 .and_then(|t| t.job.as_mut())
-                .expect("lazyinit has a writeback job");
-        }
-        if task == FLUSHER {
-            match &mut self.vm.flusher {
+                .expect("lazyinit has a writeback job"),
+            TaskKind::KernelThread(KThread::Flusher) => match &mut self.vm.flusher_state {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
+            },
+            TaskKind::Process(i) => {
+                let p = &mut self.procs[i as usize];
+                if let Some(j) = p.fsync.as_mut() {
+                    return j;
+                }
+                p.throttle
+                    .as_mut()
+                    .and_then(|t| t.job.as_mut())
+                    .expect("task has a writeback job")
             }
-        } else {
-            let p = &mut self.procs[task as usize];
-            if let Some(j) = p.fsync.as_mut() {
-                return j;
-            }
-            p.throttle
-                .as_mut()
-                .and_then(|t| t.job.as_mut())
-                .expect("task has a writeback job")
         }
     }
 
     /// One step of a writeback job: submit queued bios, or pick the next inode
     /// (`generic_sync_sb_inodes`), or process one pagevec of `write_cache_pages`.
-    pub(crate) fn wb_step(&mut self, task: Task, now: Instant) -> WbStep {
+    pub(crate) fn wb_step(&mut self, task: TaskId, now: Instant) -> WbStep {
         if self.drain_pending(task, now) {
             return WbStep::Sleep;
         }
@@ -1002,9 +553,8 @@ impl Simulation {
                 Some(w) => self.job_of(task).cur = Some(w),
                 None => {
                     // The pass is over: kick the queue so plugged I/O goes out.
-                    let (pid, cpu, _) = self.task_ids(task);
-                    self.queue
-                        .unplug(now, Ctx { pid, cpu }, &mut self.tracer, &mut self.out);
+                    let ctx = self.tasks.get(task).ctx();
+                    self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
                     return WbStep::Finished;
                 }
             }
@@ -1022,126 +572,26 @@ impl Simulation {
         WbStep::Continue(Duration(cost.max(1)))
     }
 
-    /// Choose the next inode of a pass, and start `write_cache_pages` on it.
-    fn wb_next_inode(&mut self, task: Task, _now: Instant) -> Option<Wcp> {
-        let is_flusher = task == FLUSHER;
-        loop {
-            let job = self.job_of(task);
-            let wbc = job.wbc;
-            if wbc.nr_to_write <= 0 {
-                return None;
-            }
-            if let Some(map) = wbc.only_map {
-                // fsync: one pass over this mapping only.
-                if job.queued {
-                    return None;
-                }
-                job.queued = true;
-                return Some(self.wcp_begin(task, map, false, is_flusher));
-            }
-            if !job.queued {
-                job.queued = true;
-                self.vm.queue_io(wbc.older_than);
-            }
-            if wbc.nonblocking && self.queue.congested(false) {
-                self.job_of(task).wbc.encountered_congestion = true;
-                return None;
-            }
-            if !self.job_of(task).saw_locked {
-                self.job_of(task).saw_locked = true;
-                let held = self
-                    .vm
-                    .syncing
-                    .iter()
-                    .copied()
-                    .find(|&m| self.vm.i_sync[m as usize].is_some_and(|h| h != task));
-                if let Some(map) = held {
-                    // __writeback_single_inode on an I_SYNC inode: requeue_io,
-                    // and in 2.6.28 still "start some of the data writeout".
-                    if !self.vm.b_more_io.contains(&map) {
-                        self.vm.b_more_io.push_back(map);
-                    }
-                    self.job_of(task).wbc.more_io = true;
-                    if self.vm.cfg.write_locked_inodes && self.vm.maps[map as usize].nr_dirty() > 0
-                    {
-                        return Some(self.wcp_begin(task, map, false, is_flusher));
-                    }
-                }
-            }
-            let map = self
-                .vm
-                .b_io
-                .pop_back()
-                .or_else(|| self.vm.b_io.pop_front())?;
-            if let Some(t) = wbc.older_than {
-                let when = self.vm.maps[map as usize]
-                    .dirtied_when
-                    .unwrap_or(Instant::ZERO);
-                if when > t {
-                    self.vm.b_dirty.push_front(map);
-                    return None;
-                }
-            }
-            if self.vm.maps[map as usize].nr_dirty() == 0 {
-                self.vm.maps[map as usize].dirtied_when = None;
-                continue;
-            }
-            match self.vm.i_sync[map as usize] {
-                Some(holder) if holder != task => {
-                    // __writeback_single_inode on an I_SYNC inode: requeue_io, and
-                    // in 2.6.28 still "start some of the data writeout".
-                    self.vm.b_more_io.push_back(map);
-                    self.job_of(task).wbc.more_io = true;
-                    if self.vm.cfg.write_locked_inodes {
-                        return Some(self.wcp_begin(task, map, false, is_flusher));
-                    }
-                    continue;
-                }
-                _ => return Some(self.wcp_begin(task, map, true, is_flusher)),
-            }
-        }
+    /// Choose the next inode of a pass, and start `write_cache_pages` on it
+    /// (mm's `Vm::next_inode`).
+    fn wb_next_inode(&mut self, task: TaskId, _now: Instant) -> Option<Wcp> {
+        let is_flusher = task == self.vm.flusher;
+        let congested = self.queue.congested(false);
+        let idle = WbJob::new(Wbc::cyclic(0, false));
+        let mut job = std::mem::replace(self.job_of(task), idle);
+        let w = self.vm.next_inode(&mut job, task, is_flusher, congested);
+        *self.job_of(task) = job;
+        w
     }
 
-    fn wcp_begin(&mut self, task: Task, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
-        if take_isync && self.vm.i_sync[map as usize].is_none() {
-            self.vm.i_sync[map as usize] = Some(task);
-            self.vm.syncing.push(map);
-        }
+    fn wcp_begin(&mut self, task: TaskId, map: u32, take_isync: bool, is_flusher: bool) -> Wcp {
         let cyclic = self.job_of(task).wbc.range_cyclic;
-        let m = &self.vm.maps[map as usize];
-        let start = if !cyclic || (self.vm.cfg.flusher_only_index && !is_flusher) {
-            0
-        } else {
-            m.writeback_index
-        };
-        Wcp {
-            map,
-            index: start,
-            end: u64::MAX,
-            start,
-            scanned: !cyclic || start == 0,
-            cycled: !cyclic || start == 0,
-            done: false,
-            done_index: start,
-            owns_isync: take_isync,
-            bio: None,
-            ext: None,
-            io_done: false,
-            extent_tail: false,
-            mpd_written: 0,
-            da_start: start,
-            da_written: 0,
-            pvec: Vec::with_capacity(PAGEVEC_SIZE as usize),
-            pvec_pos: 0,
-            cluster: None,
-            lock_wait: None,
-            skipped: 0,
-        }
+        self.vm.wcp_begin(cyclic, task, map, take_isync, is_flusher)
     }
 
     /// One `pagevec_lookup_tag` batch of `write_cache_pages` and the writepage
     /// calls on it. Returns the CPU time used.
-    fn wcp_pagevec(&mut self, task: Task, now: Instant) -> u64 {
+    fn wcp_pagevec(&mut self, task: TaskId, now: Instant) -> u64 {
         let mut w = self.job_of(task).cur.take().expect("wcp");
         let map = w.map as usize;
         let kind = if crate::bdev::is_bdev(self.vm.map_ino[map]) {
@@ -1177,7 +627,7 @@ impl Simulation {
                     stop = true;
                     break;
                 }
-                self.take_page(map, p);
+                self.vm.take_page(map, p);
                 self.writepage(task, &mut w, kind, p, now);
                 cost += self.vm.cfg.wb_page_ns;
                 let job = self.job_of(task);
@@ -1188,8 +638,8 @@ impl Simulation {
             w.done_index = w.done_index.max(p);
             w.cluster = if stop { None } else { Some(p) };
             if w.cluster.is_none() {
-                if let Some((first, n, pb)) = w.bio.take() {
-                    self.queue_page_bios(task, w.map, first, n, pb, true, now);
+                if let Some(r) = w.bio.take() {
+                    self.queue_run(task, w.map, r, now);
                 }
             }
             let job = self.job_of(task);
@@ -1308,10 +758,10 @@ impl Simulation {
                 }
                 // clear_page_dirty_for_io; the page stays locked in the extent
                 // (its dirty tag set) until mpage_da_submit_io.
-                self.take_page(map, page);
+                self.vm.take_page(map, page);
                 self.vm.maps[map].wb_locked.set(page);
             } else {
-                self.take_page(map, page);
+                self.vm.take_page(map, page);
                 self.writepage(task, &mut w, kind, page, now);
             }
             cost += self.vm.cfg.wb_page_ns;
@@ -1346,16 +796,16 @@ impl Simulation {
 
     /// End of one `write_cache_pages` call: flush what is open, move the cursor,
     /// release `I_SYNC` and requeue the inode.
-    fn wcp_finish(&mut self, task: Task, mut w: Wcp, now: Instant) {
-        let is_flusher = task == FLUSHER;
+    fn wcp_finish(&mut self, task: TaskId, mut w: Wcp, now: Instant) {
+        let is_flusher = task == self.vm.flusher;
         let map = w.map;
         let kind = if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) {
             WritepageKind::PerBuffer
         } else {
             self.fs.writepage_kind()
         };
-        if let Some((first, n, pb)) = w.bio.take() {
-            self.queue_page_bios(task, map, first, n, pb, true, now);
+        if let Some(r) = w.bio.take() {
+            self.queue_run(task, map, r, now);
         }
         let mut again = false;
         if let Some((first, next)) = w.ext {
@@ -1443,119 +893,11 @@ impl Simulation {
             return;
         }
         if w.owns_isync {
-            self.vm.i_sync[map as usize] = None;
-            self.vm.syncing.retain(|&m| m != map);
-            // The inode leaves whatever list it is on and is placed anew.
-            self.vm.b_more_io.retain(|&m| m != map);
-            self.vm.b_io.retain(|&m| m != map);
-            self.vm.b_dirty.retain(|&m| m != map);
-            let m = &self.vm.maps[map as usize];
-            if m.nr_dirty() > 0 {
-                {
-                    if self.job_of(task).wbc.nr_to_write <= 0 {
-                        // Quota used up: requeue_io.
-                        self.vm.b_more_io.push_back(map);
-                        self.job_of(task).wbc.more_io = true;
-                    } else {
-                        // redirty_tail.
-                        self.vm.b_dirty.push_back(map);
-                    }
-                }
-            } else {
-                self.vm.maps[map as usize].dirtied_when = None;
+            let quota_left = self.job_of(task).wbc.nr_to_write > 0;
+            if self.vm.inode_written(map, quota_left) {
+                self.job_of(task).wbc.more_io = true;
             }
         }
         self.job_of(task).cur = None;
     }
-
-    /// Start the file system's background inode-table zeroing, if it has any.
-    pub(crate) fn mount_dirty(&mut self, now: Instant) {
-        let ranges = self.fs.bdev_dirty_at_mount();
-        if !ranges.is_empty() {
-            self.vm.lazy.ranges = ranges;
-            let pid = self.vm.lazy.pid;
-            self.tracer.process(pid, "ext4lazyinit");
-            self.schedule_task(LAZYINIT, now);
-        }
-    }
-
-    /// One step of the inode-table zeroing: dirty the next pages of the block
-    /// device (up to the ratelimit), then `balance_dirty_pages`.
-    pub(crate) fn lazyinit_step(&mut self, now: Instant) {
-        if self.drain_pending(LAZYINIT, now) {
-            return;
-        }
-        if self.vm.lazy.throttle.is_some() {
-            self.throttle_step(LAZYINIT, now);
-            return;
-        }
-        // A kernel thread does not keep the run alive.
-        if !self.any_proc_alive() {
-            return;
-        }
-        let lz = &mut self.vm.lazy;
-        let Some(&(start, len)) = lz.ranges.get(lz.idx) else {
-            return;
-        };
-        let ratelimit = if self.vm.dirty_exceeded {
-            8
-        } else {
-            self.vm.cfg.ratelimit
-        };
-        let n = (len - lz.off)
-            .min(ratelimit.saturating_sub(lz.dirtied_since))
-            .max(1);
-        let first = start + lz.off;
-        lz.off += n;
-        if lz.off >= len {
-            lz.idx += 1;
-            lz.off = 0;
-        }
-        lz.dirtied_since += n;
-        let newly = self.vm.maps[0].write_pages(first, n, now);
-        self.vm.note_cached(0, first, n);
-        self.vm.account_dirtied(0, newly, now);
-        let cost = Duration(n * self.vm.cfg.copy_page_ns);
-        if self.vm.lazy.dirtied_since >= ratelimit {
-            let dirtied = self.vm.lazy.dirtied_since;
-            self.vm.lazy.dirtied_since = 0;
-            let chunk = iostack_mm::writeback::write_chunk(
-                self.vm.cfg.ratelimit,
-                dirtied,
-                self.vm.cfg.v2632_chunk,
-            );
-            self.vm.lazy.throttle = Some(Throttle {
-                write_chunk: chunk,
-                pages_written: 0,
-                job: None,
-            });
-        }
-        self.vm.reclaim();
-        self.schedule_task(LAZYINIT, now + cost);
-    }
-}
-
-/// A throttled dirtier's `balance_dirty_pages` state.
-#[derive(Debug)]
-pub(crate) struct Throttle {
-    pub write_chunk: u64,
-    pub pages_written: u64,
-    pub job: Option<WbJob>,
-}
-
-/// One buffered read or write in progress.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BufOp {
-    pub dir: Dir,
-    pub map: u32,
-    pub pos: u64,
-    pub last: u64,
-    pub offset: u64,
-    pub len: u64,
-    pub issue: Instant,
-}
-
-/// The readahead state a process starts with.
-pub(crate) fn ra_state(ra_pages: u64) -> FileRaState {
-    FileRaState::new(ra_pages)
 }

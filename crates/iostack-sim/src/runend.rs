@@ -4,7 +4,9 @@
 //! process that could not go on, or with I/O still in the block layer, says so
 //! instead of reporting numbers for work that was not done.
 
-use crate::world::{Blocked, Simulation};
+use crate::task::Blocked;
+use crate::world::Simulation;
+use iostack_core::TaskId;
 use iostack_des::Instant;
 use std::fmt;
 
@@ -92,28 +94,35 @@ impl Simulation {
     pub(crate) fn stalled_on_timer(&self) -> bool {
         self.evq.len() == 1
             && self.vm.nr_dirty == 0
-            && matches!(self.vm.flusher, crate::buffered::FlusherState::Idle)
+            && matches!(self.vm.flusher_state, iostack_mm::FlusherState::Idle)
             && self.any_proc_alive()
     }
 
     /// Decide how the run ended, and close the results of processes that did
     /// not finish (their run ends at `at`, never before they started).
     pub(crate) fn run_end(&mut self, until_hit: Option<Instant>, at: Instant) -> RunEnd {
+        let tasks = &self.tasks;
+        let blocked = |i: usize| tasks.blocked(TaskId(i as u32));
         let names: Vec<String> = self
             .procs
             .iter()
-            .filter(|p| p.blocked != Blocked::Done)
-            .map(|p| {
+            .enumerate()
+            .filter(|&(i, _)| blocked(i) != Blocked::Done)
+            .map(|(i, p)| {
                 let b = if p.result.start > at {
                     Blocked::NotStarted
                 } else {
-                    p.blocked
+                    blocked(i)
                 };
                 format!("{} ({})", p.spec.name, state(b))
             })
             .collect();
-        for p in self.procs.iter_mut().filter(|p| p.blocked != Blocked::Done) {
-            if p.blocked == Blocked::NotStarted {
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            let b = blocked(i);
+            if b == Blocked::Done {
+                continue;
+            }
+            if b == Blocked::NotStarted {
                 p.result.start = at;
             }
             p.result.start = p.result.start.min(at);
@@ -129,20 +138,13 @@ impl Simulation {
             return RunEnd::Stalled { at, stuck: names };
         }
         // Bios a kernel thread built but never submitted are I/O left behind too.
-        if !self.queue.idle()
-            || !self.flusher_pending.is_empty()
-            || !self.vm.lazy.pending.is_empty()
-        {
+        if !self.queue.idle() || self.tasks.pending_bios() > 0 {
             return RunEnd::InFlight {
                 at,
                 detail: format!(
-                    "{} requests, plugged {}, flusher pending {}, lazyinit pending {}, \
-                     sleepers {:?}",
-                    self.queue.allocated(),
-                    self.queue.is_plugged(),
-                    self.flusher_pending.len(),
-                    self.vm.lazy.pending.len(),
-                    self.queue.sleepers(),
+                    "{}, bios pending in tasks {}",
+                    self.queue.busy_summary(),
+                    self.tasks.pending_bios(),
                 ),
             };
         }
@@ -186,7 +188,7 @@ mod tests {
     #[test]
     fn a_process_nothing_can_wake_is_a_stall() {
         let mut s = sim(None);
-        s.procs[0].blocked = Blocked::OnIo;
+        s.tasks.block(iostack_core::TaskId(0), Blocked::OnIo);
         let (r, _) = s.run();
         match &r.ending {
             RunEnd::Stalled { stuck, .. } => assert_eq!(stuck[0], "dd (waiting for its I/O)"),

@@ -223,21 +223,8 @@ pub struct VmStats {
     pub wb_pages: WbPages,
 }
 
-/// Pages written back: the files' pages by who sent them, the split the seed 001
-/// post argues about (the flusher against throttled dirtiers on one inode), and
-/// the block device's own pages (metadata written through its page cache, such
-/// as zeroed inode tables) by anyone.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WbPages {
-    /// File pages sent by the flusher (pdflush or the per-bdi thread).
-    pub flusher: u64,
-    /// File pages sent by a writer itself, in `balance_dirty_pages` or `fsync`.
-    pub dirtier: u64,
-    /// File pages sent by a file system's kernel thread throttled as a dirtier.
-    pub kthread: u64,
-    /// Pages of the block device's mapping, by any caller.
-    pub bdev: u64,
-}
+/// Pages written back by caller (kept by the page cache).
+pub use iostack_mm::WbPages;
 
 /// Everything a run produced besides its traces.
 #[derive(Clone, Debug)]

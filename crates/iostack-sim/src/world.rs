@@ -3,25 +3,19 @@
 //! loop drives. Events are ordered by (time, insertion sequence), so a run is a pure
 //! function of its configuration and seed.
 
-use crate::buffered::{BufOp, Throttle, Vm, VmConfig, WbJob, BUF_TAG};
-use crate::fsys::SimFs;
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
+use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
-use iostack_block::{Bio, BlockOut, Ctx, Partition, QueueConfig, QueueEvent, RequestQueue, Submit};
-use iostack_core::{DevT, ReqFlags, TraceSink, Tracer, Tunables};
+use iostack_block::{
+    Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
+};
+use iostack_core::{BioOwner, DevT, EndIo, ReqFlags, TaskId, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
 use iostack_fs::dio::{self, BioLimits, Boundary, DioPlan};
+use iostack_fs::mount::MountedFs;
 use iostack_fs::{GetBlock, RawBdev};
-use iostack_mm::FileRaState;
-use std::collections::VecDeque;
-
-/// A schedulable task: a process index, or a kernel thread.
-pub(crate) type Task = u32;
-/// The flusher thread (pdflush or flush-MAJ:MIN).
-pub(crate) const FLUSHER: Task = 0x3fff_ffff;
-/// The file system's inode-table zeroing thread.
-pub(crate) const LAZYINIT: Task = 0x3fff_fffe;
+use iostack_mm::{FileRaState, Throttle, Vm, VmConfig, WbJob};
 
 /// One completed I/O as a process saw it.
 #[derive(Clone, Copy, Debug)]
@@ -72,21 +66,29 @@ pub(crate) use crate::error::SimError;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    /// A process takes its next step.
-    Proc(u32),
+    /// A task (process or kernel thread) takes its next step.
+    Task(TaskId),
     /// A process notices a completed I/O (after its wake-up latency).
     IoDone(u32, u32),
     /// A buffered read or write system call returns.
     BufDone(u32),
     Queue(QueueEvent),
-    /// The flusher thread takes its next step.
-    Flusher,
-    /// The periodic writeback wakeup.
-    FlusherTimer,
+    /// The periodic writeback wakeup (`dirty_writeback_centisecs`).
+    WritebackTimer,
     /// A `congestion_wait` timed out.
-    CongestionTimeout(Task),
-    /// The inode-table zeroing thread takes its next step.
-    LazyInit,
+    CongestionTimeout(TaskId),
+}
+
+/// One buffered read or write in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BufOp {
+    pub dir: Dir,
+    pub map: u32,
+    pub pos: u64,
+    pub last: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub issue: Instant,
 }
 
 /// Where a process's I/O lands.
@@ -110,26 +112,8 @@ struct Slot {
     depth: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Blocked {
-    No,
-    /// Sleeping in `get_request_wait`.
-    OnRequest,
-    /// Waiting for its own I/O (sync engine, or iodepth reached).
-    OnIo,
-    /// Not started yet (stonewall or startdelay).
-    NotStarted,
-    /// Waiting for a page (read, or writeback for fsync).
-    OnPage,
-    /// In `congestion_wait`.
-    OnCongestion,
-    Done,
-}
-
 pub(crate) struct Proc {
     pub(crate) spec: ProcSpec,
-    pub(crate) pid: u32,
-    pub(crate) cpu: u32,
     backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
@@ -147,17 +131,12 @@ pub(crate) struct Proc {
     free: Vec<u32>,
     inflight: u32,
     submitting: Option<(u32, usize)>,
-    pub(crate) blocked: Blocked,
     pub(crate) result: ProcResult,
     // Buffered I/O.
     pub(crate) map: u32,
     pub(crate) buf: Option<BufOp>,
     pub(crate) ra: FileRaState,
     pub(crate) unplug_after: bool,
-    /// The task is on the CPU until then (copies made before it went to sleep
-    /// on a page); a wake-up cannot run it earlier.
-    pub(crate) cpu_until: Instant,
-    pub(crate) pending: VecDeque<iostack_block::Bio>,
     pub(crate) throttle: Option<Throttle>,
     pub(crate) dirtied_since_check: u64,
     pub(crate) fsync: Option<WbJob>,
@@ -169,10 +148,13 @@ pub(crate) struct Proc {
 pub struct Simulation {
     pub(crate) cfg: SimConfig,
     pub(crate) evq: EventQueue<Ev>,
-    pub(crate) queue: RequestQueue,
-    pub(crate) fs: Box<dyn SimFs>,
+    /// The block layer, behind its era-independent interface.
+    pub(crate) queue: Box<dyn BlockQueue>,
+    pub(crate) fs: Box<dyn MountedFs>,
     raw: RawBdev,
     pub(crate) procs: Vec<Proc>,
+    /// Every task: process `i` is `TaskId(i)`, the kernel threads follow.
+    pub(crate) tasks: Tasks,
     pub(crate) tracer: Tracer,
     pub(crate) out: BlockOut,
     boundary: Boundary,
@@ -181,7 +163,7 @@ pub struct Simulation {
     events: u64,
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
-    pub(crate) flusher_pending: VecDeque<iostack_block::Bio>,
+    pub(crate) lazy: LazyInit,
 }
 
 /// Every tunable table of the stack.
@@ -284,7 +266,7 @@ impl Simulation {
         qcfg.kblockd_pid = 40;
         qcfg.kblockd_cpu = m.irq_cpu;
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue = RequestQueue::new(qcfg.clone(), elv, dev);
+        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
@@ -298,9 +280,7 @@ impl Simulation {
             let d = m.fs_dev();
             tracer.process(flusher_pid, &format!("flush-{}:{}", d.major, m.disk.minor));
         }
-        let mut vm = Vm::new(vm_cfg);
-        vm.flusher_pid = flusher_pid;
-        vm.lazy.pid = flusher_pid + 1;
+        let vm = Vm::new(vm_cfg);
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
@@ -313,6 +293,7 @@ impl Simulation {
             fs,
             raw: RawBdev::new(cap * 512, 12),
             procs: Vec::new(),
+            tasks: Tasks::default(),
             tracer,
             out: BlockOut::default(),
             boundary,
@@ -321,10 +302,19 @@ impl Simulation {
             events: 0,
             observer: None,
             vm,
-            flusher_pending: VecDeque::new(),
+            lazy: LazyInit::new(),
             cfg,
         };
         sim.setup_procs()?;
+        // The kernel threads, after the processes (process i is task i).
+        let irq_cpu = sim.cfg.machine.irq_cpu;
+        let kthread = TaskKind::KernelThread;
+        sim.vm.flusher = sim
+            .tasks
+            .add(kthread(KThread::Flusher), flusher_pid, irq_cpu, (2, 4));
+        sim.lazy.task = sim
+            .tasks
+            .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -332,7 +322,7 @@ impl Simulation {
             .any(|p| !p.spec.direct && p.spec.io_size > 0);
         if sim.vm.cfg.interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
             let at = Instant::ZERO + sim.vm.cfg.interval;
-            sim.evq.schedule(at, Ev::FlusherTimer);
+            sim.evq.schedule(at, Ev::WritebackTimer);
         }
         Ok(sim)
     }
@@ -469,9 +459,11 @@ impl Simulation {
             };
             let mut result = ProcResult::new(&spec, pid);
             result.iodepth = depth;
+            let task = self
+                .tasks
+                .add(TaskKind::Process(i as u32), pid, cpu, spec.ioprio);
+            debug_assert_eq!(task, TaskId(i as u32));
             self.procs.push(Proc {
-                pid,
-                cpu,
                 backing,
                 rng_off: Rng::stream(self.cfg.seed, &format!("{label}/offset")),
                 rng_mix: Rng::stream(self.cfg.seed, &format!("{label}/rwmix")),
@@ -487,14 +479,11 @@ impl Simulation {
                 free: Vec::new(),
                 inflight: 0,
                 submitting: None,
-                blocked: Blocked::NotStarted,
                 result,
                 map: 0,
                 buf: None,
-                ra: crate::buffered::ra_state(self.vm.cfg.ra_pages),
+                ra: FileRaState::new(self.vm.cfg.ra_pages),
                 unplug_after: false,
-                cpu_until: Instant::ZERO,
-                pending: VecDeque::new(),
                 throttle: None,
                 dirtied_since_check: 0,
                 fsync: None,
@@ -544,20 +533,18 @@ impl Simulation {
             }
             self.events += 1;
             let now = s.at;
-            if !matches!(s.event, Ev::FlusherTimer) {
+            if !matches!(s.event, Ev::WritebackTimer) {
                 last_work = now;
             }
             match s.event {
-                Ev::Proc(p) => self.step(p, now),
+                Ev::Task(t) => self.run_task(t, now),
                 Ev::IoDone(p, slot) => self.io_done(p, slot, now),
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
                 Ev::BufDone(p) => self.buf_done(p, now),
-                Ev::Flusher => self.flusher_step(now),
-                Ev::FlusherTimer => self.flusher_timer(now),
+                Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
-                Ev::LazyInit => self.lazyinit_step(now),
             }
             self.drain_block_out(now);
             let dirty = self.vm.nr_dirty;
@@ -565,7 +552,7 @@ impl Simulation {
             vm_stats.max_dirty_writeback = vm_stats
                 .max_dirty_writeback
                 .max(dirty + self.vm.nr_writeback);
-            if matches!(s.event, Ev::FlusherTimer) && self.stalled_on_timer() {
+            if matches!(s.event, Ev::WritebackTimer) && self.stalled_on_timer() {
                 break;
             }
         }
@@ -623,34 +610,28 @@ impl Simulation {
         }
         self.out.events.clear();
         for i in 0..self.out.woken.len() {
-            let owner = self.out.woken[i];
-            let p = (owner >> 32) as u32;
-            if p == FLUSHER || p == LAZYINIT {
-                let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-                self.schedule_task(p, at);
-                continue;
-            }
-            let proc_ = &mut self.procs[p as usize];
-            assert_eq!(
-                proc_.blocked,
-                Blocked::OnRequest,
-                "woke a task that was not asleep"
-            );
-            proc_.blocked = Blocked::No;
-            proc_.result.ctx += 1;
             // The woken submitter carries on with its next bio.
-            let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-            self.evq.schedule(at, Ev::Proc(p));
+            let task = self.out.woken[i];
+            if let TaskKind::Process(_) = self.tasks.kind(task) {
+                assert_eq!(
+                    self.tasks.blocked(task),
+                    Blocked::OnRequest,
+                    "woke a task that was not asleep"
+                );
+            }
+            self.wake_task(task, now);
         }
         self.out.woken.clear();
         for i in 0..self.out.completed.len() {
             let c = self.out.completed[i];
-            let p = (c.owner >> 32) as u32;
-            let slot = (c.owner & 0xffff_ffff) as u32;
-            if slot & BUF_TAG != 0 {
-                self.buf_bio_done(slot & !BUF_TAG, now);
-                continue;
-            }
+            let slot = match c.owner.end_io {
+                EndIo::PageCache { bio } => {
+                    self.buf_bio_done(bio, now);
+                    continue;
+                }
+                EndIo::DirectIo { slot } => slot,
+            };
+            let p = c.owner.task.0;
             let s = &mut self.procs[p as usize].slots[slot as usize];
             assert!(
                 s.active && s.bios_left > 0,
@@ -667,20 +648,21 @@ impl Simulation {
     }
 
     fn start_ready_procs(&mut self, now: Instant) {
+        let done = |tasks: &Tasks, i: usize| tasks.blocked(TaskId(i as u32)) == Blocked::Done;
         for i in 0..self.procs.len() {
-            if self.procs[i].blocked != Blocked::NotStarted {
+            let task = TaskId(i as u32);
+            if self.tasks.blocked(task) != Blocked::NotStarted {
                 continue;
             }
-            let wall = self.procs[i].spec.stonewall
-                && self.procs[..i].iter().any(|p| p.blocked != Blocked::Done);
+            let wall = self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j));
             if wall {
                 continue;
             }
             let at = now + self.procs[i].spec.startdelay;
             self.procs[i].start = at;
             self.procs[i].result.start = at;
-            self.procs[i].blocked = Blocked::No;
-            self.evq.schedule(at, Ev::Proc(i as u32));
+            self.tasks.block(task, Blocked::No);
+            self.schedule_task(task, at);
         }
     }
 
@@ -697,10 +679,10 @@ impl Simulation {
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
         if !self.procs[pi as usize].spec.direct {
-            let p = &self.procs[pi as usize];
-            if p.blocked == Blocked::Done {
+            if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
                 return;
             }
+            let p = &self.procs[pi as usize];
             if p.fsync.is_some() {
                 if self.fsync_step(pi, now) {
                     self.fsync_done(pi, now);
@@ -728,6 +710,7 @@ impl Simulation {
                 return;
             }
             let p = &self.procs[pi as usize];
+            let t = self.tasks.get(TaskId(pi));
             let s = &p.slots[slot as usize];
             let db = s.plan.bios[i];
             let dev = match p.backing {
@@ -744,10 +727,13 @@ impl Simulation {
                 sectors: db.sectors,
                 segments: db.segments,
                 flags,
-                pid: p.pid,
-                cpu: p.cpu,
-                owner: ((pi as u64) << 32) | slot as u64,
-                ioprio: p.spec.ioprio,
+                pid: t.pid,
+                cpu: t.cpu,
+                owner: BioOwner {
+                    task: TaskId(pi),
+                    end_io: EndIo::DirectIo { slot },
+                },
+                ioprio: t.ioprio,
                 submitted_at: now,
                 next: None,
             };
@@ -762,16 +748,17 @@ impl Simulation {
                 p.submitting = None;
             }
             if r == Submit::Sleeping {
-                p.blocked = Blocked::OnRequest;
+                self.tasks.block(TaskId(pi), Blocked::OnRequest);
                 if last {
+                    let p = &mut self.procs[pi as usize];
                     // The wake-up resumes at the unplug below.
                     p.submitting = Some((slot, usize::MAX));
                 }
                 return;
             }
             if !last {
-                self.charge_sys(pi, cpu_bio);
-                self.evq.schedule(now + cpu_bio, Ev::Proc(pi));
+                self.charge_sys(TaskId(pi), cpu_bio);
+                self.schedule_task(TaskId(pi), now + cpu_bio);
                 return;
             }
             self.finish_submission(pi, slot, now);
@@ -783,16 +770,12 @@ impl Simulation {
     /// All bios of an I/O are queued: `blk_run_address_space` unplugs (U), then the
     /// task waits (sync) or goes on submitting (async).
     fn finish_submission(&mut self, pi: u32, slot: u32, now: Instant) {
-        let p = &self.procs[pi as usize];
-        let ctx = Ctx {
-            pid: p.pid,
-            cpu: p.cpu,
-        };
+        let ctx = self.tasks.get(TaskId(pi)).ctx();
         self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
         let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
-            Engine::Sync => p.blocked = Blocked::OnIo,
+            Engine::Sync => self.tasks.block(TaskId(pi), Blocked::OnIo),
             // io_submit returns and the task goes on to prepare the next iocb.
             Engine::Async => self.issue_next(pi, now),
         }
@@ -801,19 +784,19 @@ impl Simulation {
     fn issue_next(&mut self, pi: u32, now: Instant) {
         let depth = self.procs[pi as usize].result.iodepth;
         let p = &self.procs[pi as usize];
-        if p.blocked == Blocked::Done {
+        if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
             return;
         }
         if !self.has_work(p, now) {
             if p.inflight == 0 {
                 self.finish_proc(pi, now);
             } else {
-                self.procs[pi as usize].blocked = Blocked::OnIo;
+                self.tasks.block(TaskId(pi), Blocked::OnIo);
             }
             return;
         }
         if p.inflight >= depth {
-            self.procs[pi as usize].blocked = Blocked::OnIo;
+            self.tasks.block(TaskId(pi), Blocked::OnIo);
             return;
         }
         // Choose direction, offset and length, as fio's get_io_u does.
@@ -872,8 +855,8 @@ impl Simulation {
                 issue: now,
             });
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
-            self.charge_sys(pi, cost);
-            self.evq.schedule(now + cost, Ev::Proc(pi));
+            self.charge_sys(TaskId(pi), cost);
+            self.schedule_task(TaskId(pi), now + cost);
             return;
         }
         // Take a slot.
@@ -956,13 +939,13 @@ impl Simulation {
             // one goes on to its next I/O.
             self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
             match p.spec.engine {
-                Engine::Sync => p.blocked = Blocked::OnIo,
-                Engine::Async => self.evq.schedule(now + cost, Ev::Proc(pi)),
+                Engine::Sync => self.tasks.block(TaskId(pi), Blocked::OnIo),
+                Engine::Async => self.schedule_task(TaskId(pi), now + cost),
             }
             return;
         }
         p.submitting = Some((slot, 0));
-        self.evq.schedule(now + cost, Ev::Proc(pi));
+        self.schedule_task(TaskId(pi), now + cost);
     }
 
     fn io_done(&mut self, pi: u32, slot: u32, now: Instant) {
@@ -992,9 +975,10 @@ impl Simulation {
         }
         p.inflight -= 1;
         p.free.push(slot);
-        if p.blocked == Blocked::OnIo {
-            p.blocked = Blocked::No;
-            p.result.ctx += 1;
+        if self.tasks.blocked(TaskId(pi)) == Blocked::OnIo {
+            // Woken in this event: it runs now.
+            self.tasks.unblock(TaskId(pi));
+            self.procs[pi as usize].result.ctx += 1;
             self.issue_next(pi, now);
         }
     }
@@ -1030,7 +1014,7 @@ impl Simulation {
                 p.writes_since_fsync = 0;
                 let map = p.map;
                 self.start_fsync(pi, map);
-                self.evq.schedule(now, Ev::Proc(pi));
+                self.schedule_task(TaskId(pi), now);
                 return;
             }
         }
@@ -1039,71 +1023,48 @@ impl Simulation {
 
     /// An fsync finished: go on with the job, or end it.
     fn fsync_done(&mut self, pi: u32, now: Instant) {
-        let p = &mut self.procs[pi as usize];
-        p.blocked = Blocked::No;
+        self.tasks.block(TaskId(pi), Blocked::No);
         self.issue_next(pi, now);
     }
 
-    pub(crate) fn pending_of(&mut self, task: Task) -> &mut VecDeque<iostack_block::Bio> {
-        if task == FLUSHER {
-            &mut self.flusher_pending
-        } else if task == LAZYINIT {
-            &mut self.vm.lazy.pending
-        } else {
-            &mut self.procs[task as usize].pending
+    /// Run a task's next step: the event loop's dispatch by task id.
+    fn run_task(&mut self, task: TaskId, now: Instant) {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => self.step(i, now),
+            TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
+            TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
         }
     }
 
-    /// (pid, cpu, ioprio) of a task, for the bios it submits.
-    pub(crate) fn task_ids(&self, task: Task) -> (u32, u32, (u8, u8)) {
-        if task == FLUSHER {
-            (self.vm.flusher_pid, self.cfg.machine.irq_cpu, (2, 4))
-        } else if task == LAZYINIT {
-            (self.vm.lazy.pid, self.cfg.machine.irq_cpu, (2, 4))
-        } else {
-            let p = &self.procs[task as usize];
-            (p.pid, p.cpu, p.spec.ioprio)
-        }
+    /// Run a task's next step at `at`.
+    pub(crate) fn schedule_task(&mut self, task: TaskId, at: Instant) {
+        self.evq.schedule(at, Ev::Task(task));
     }
 
-    pub(crate) fn set_blocked_on_request(&mut self, task: Task) {
-        if task != FLUSHER && task != LAZYINIT {
-            self.procs[task as usize].blocked = Blocked::OnRequest;
+    /// Wake a task that slept (on a page, a request or congestion): it runs after
+    /// the wake-up latency, and not before the CPU work it did before sleeping.
+    pub(crate) fn wake_task(&mut self, task: TaskId, now: Instant) {
+        if !self.tasks.unblock(task) {
+            return;
         }
-    }
-
-    pub(crate) fn set_blocked_congestion(&mut self, task: Task) {
-        if task != FLUSHER && task != LAZYINIT {
-            self.procs[task as usize].blocked = Blocked::OnCongestion;
+        if let TaskKind::Process(i) = self.tasks.kind(task) {
+            self.procs[i as usize].result.ctx += 1;
         }
-    }
-
-    /// Wake a task that slept on a page, a request or congestion.
-    pub(crate) fn wake_task(&mut self, task: Task, now: Instant) {
         let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-        if task == FLUSHER || task == LAZYINIT {
-            self.schedule_task(task, at);
-            return;
-        }
-        let p = &mut self.procs[task as usize];
-        if p.blocked == Blocked::Done {
-            return;
-        }
-        p.blocked = Blocked::No;
-        p.result.ctx += 1;
-        self.evq.schedule(at.max(p.cpu_until), Ev::Proc(task));
+        let at = at.max(self.tasks.get(task).cpu_until);
+        self.schedule_task(task, at);
     }
 
     /// Account CPU time a task spends in the kernel (fio's `sys`). Kernel
     /// threads (the flusher, the inode-table zeroing) are not fio jobs.
-    pub(crate) fn charge_sys(&mut self, task: Task, d: Duration) {
-        if task != FLUSHER && task != LAZYINIT {
-            self.procs[task as usize].result.sys_ns += d.as_ns();
+    pub(crate) fn charge_sys(&mut self, task: TaskId, d: Duration) {
+        if let TaskKind::Process(i) = self.tasks.kind(task) {
+            self.procs[i as usize].result.sys_ns += d.as_ns();
         }
     }
 
     pub(crate) fn any_proc_alive(&self) -> bool {
-        self.procs.iter().any(|p| p.blocked != Blocked::Done)
+        self.tasks.processes_alive()
     }
 
     fn finish_proc(&mut self, pi: u32, now: Instant) {
@@ -1113,18 +1074,20 @@ impl Simulation {
             p.end_fsync_done = true;
             let map = p.map;
             self.start_fsync(pi, map);
-            self.evq.schedule(now, Ev::Proc(pi));
+            self.schedule_task(TaskId(pi), now);
             return;
         }
+        self.tasks.block(TaskId(pi), Blocked::Done);
         let p = &mut self.procs[pi as usize];
-        p.blocked = Blocked::Done;
         p.end = Some(now);
         p.result.end = now;
         // close(): the last writer of a file releases it (`->release`).
         if let Backing::File(ino) = p.backing {
             let wrote = p.result.dirs[1].ios > 0;
-            let others = self.procs.iter().any(|q| {
-                q.blocked != Blocked::Done && matches!(q.backing, Backing::File(i) if i == ino)
+            let tasks = &self.tasks;
+            let others = self.procs.iter().enumerate().any(|(j, q)| {
+                tasks.blocked(TaskId(j as u32)) != Blocked::Done
+                    && matches!(q.backing, Backing::File(i) if i == ino)
             });
             if wrote && !others {
                 self.fs.release_file(ino);

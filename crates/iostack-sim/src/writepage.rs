@@ -1,22 +1,24 @@
-//! The per-page side of `write_cache_pages`: taking a page for writeback, the
-//! `->writepage` flavours (ext3's per-buffer bios, ext2's mpage bios, XFS's
-//! clustered ioends, ext4's delalloc extents mapped and submitted by
-//! `mpage_da_map_blocks` / `mpage_da_submit_io`), and `lock_page` between
-//! concurrent writeback callers. The walk itself (`write_cache_pages`, the inode
-//! lists, the actors) is in `buffered.rs`.
+//! The per-page side of `write_cache_pages` as the simulation carries it out:
+//! the file systems' `->writepage` flavours (`iostack_fs::writepage`: ext3's
+//! per-buffer bios, ext2's mpage bios, XFS's clustered ioends, ext4's
+//! `mpage_da_map_blocks`) turned into bios on the caller's queue, ext4's
+//! `mpage_da_submit_io` with its redirtying, and `lock_page` between concurrent
+//! writeback callers (who holds a page, who waits). The walk itself is in
+//! `buffered.rs`; taking and redirtying pages is mm's (`Vm::take_page`).
 
-use crate::buffered::FlusherState;
-use crate::buffered::Wcp;
-use crate::fsys::WritepageKind;
-use crate::world::{Blocked, Simulation, Task, FLUSHER, LAZYINIT};
+use crate::task::Blocked;
+use crate::world::Simulation;
+use iostack_core::TaskId;
 use iostack_des::Instant;
-use iostack_fs::FileExtent;
+use iostack_fs::mount::WritepageKind;
+use iostack_fs::{writepage, FileExtent};
+use iostack_mm::{FlusherState, PageRun, Wcp};
 
 impl Simulation {
     /// `lock_page` in `write_cache_pages`: if the task stopped at a page another
     /// caller holds in its extent, sleep until that extent is written (its bios
     /// already submitted). Returns whether the task sleeps.
-    pub(crate) fn page_lock_wait(&mut self, task: Task) -> bool {
+    pub(crate) fn page_lock_wait(&mut self, task: TaskId) -> bool {
         let Some(w) = self.job_of(task).cur.as_ref() else {
             return false;
         };
@@ -28,9 +30,7 @@ impl Simulation {
                 self.vm.lock_waiters.push((task, map, page));
                 self.vm.lock_waits += 1;
             }
-            if task != FLUSHER && task != LAZYINIT {
-                self.procs[task as usize].blocked = Blocked::OnPage;
-            }
+            self.tasks.block(task, Blocked::OnPage);
             return true;
         }
         self.job_of(task).cur.as_mut().unwrap().lock_wait = None;
@@ -38,7 +38,7 @@ impl Simulation {
     }
 
     /// The caller whose open extent holds `page` of `map`, if any.
-    pub(crate) fn wb_lock_owner(&self, map: u32, page: u64) -> Option<Task> {
+    pub(crate) fn wb_lock_owner(&self, map: u32, page: u64) -> Option<TaskId> {
         let holds = |w: &Option<Wcp>| {
             w.as_ref().is_some_and(|w| {
                 w.map == map
@@ -46,14 +46,14 @@ impl Simulation {
                         .is_some_and(|(first, next)| first <= page && page < next)
             })
         };
-        if let FlusherState::Running { job, .. } = &self.vm.flusher {
+        if let FlusherState::Running { job, .. } = &self.vm.flusher_state {
             if holds(&job.cur) {
-                return Some(FLUSHER);
+                return Some(self.vm.flusher);
             }
         }
-        if let Some(j) = self.vm.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
+        if let Some(j) = self.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
             if holds(&j.cur) {
-                return Some(LAZYINIT);
+                return Some(self.lazy.task);
             }
         }
         for (i, p) in self.procs.iter().enumerate() {
@@ -64,55 +64,33 @@ impl Simulation {
                 .and_then(|t| t.job.as_ref())
                 .map(|j| &j.cur);
             if fsync.is_some_and(holds) || thr.is_some_and(holds) {
-                return Some(i as Task);
+                return Some(TaskId(i as u32));
             }
         }
         None
     }
 
-    /// `clear_page_dirty_for_io` + `set_page_writeback`.
-    pub(crate) fn take_page(&mut self, map: usize, page: u64) {
-        let m = &mut self.vm.maps[map];
-        if m.dirty.clear(page) {
-            self.vm.nr_dirty -= 1;
-        }
-        if m.writeback.set(page) {
-            self.vm.nr_writeback += 1;
-        }
-    }
-
-    /// `->writepage` of the generic writers: ext3's per-buffer bios, ext2's mpage
-    /// bios and XFS's clustered ioends.
+    /// `->writepage` of the generic writers (ext3's per-buffer bios, ext2's mpage
+    /// bios, XFS's clustered ioends: `iostack_fs::writepage`); the bio it closes
+    /// goes to the task's queue.
     pub(crate) fn writepage(
         &mut self,
-        task: Task,
+        task: TaskId,
         w: &mut Wcp,
         kind: WritepageKind,
         page: u64,
         now: Instant,
     ) {
-        let map = w.map;
-        let pblk = self.map_page(map, page);
-        match kind {
-            WritepageKind::PerBuffer | WritepageKind::Ext4Da => {
-                self.queue_page_bios(task, map, page, 1, pblk, true, now);
-            }
-            WritepageKind::Mpage | WritepageKind::XfsCluster => {
-                let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
-                match w.bio {
-                    Some((first, n, pb))
-                        if first + n == page && pb + n == pblk && n < max_pages =>
-                    {
-                        w.bio = Some((first, n + 1, pb));
-                    }
-                    Some((first, n, pb)) => {
-                        self.queue_page_bios(task, map, first, n, pb, true, now);
-                        w.bio = Some((page, 1, pblk));
-                    }
-                    None => w.bio = Some((page, 1, pblk)),
-                }
-            }
+        let pblk = self.map_page(w.map, page);
+        let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
+        if let Some(r) = writepage::writepage(kind, &mut w.bio, page, pblk, max_pages) {
+            self.queue_run(task, w.map, r, now);
         }
+    }
+
+    /// Queue the write bios of a run of pages.
+    pub(crate) fn queue_run(&mut self, task: TaskId, map: u32, r: PageRun, now: Instant) {
+        self.queue_page_bios(task, map, r.first, r.pages, r.pblk, true, now);
     }
 
     /// The block of one page for writeback (allocating delayed blocks).
@@ -121,10 +99,9 @@ impl Simulation {
         if crate::bdev::is_bdev(ino) {
             return page;
         }
-        let mut runs: Vec<FileExtent> = Vec::new();
-        match self.fs.map_for_writeback(ino, page, 1, &mut runs) {
-            Ok(_) if !runs.is_empty() => runs[0].physical + (page - runs[0].logical),
-            _ => panic!("writeback of page {page} of inode {ino}: no block mapping"),
+        match writepage::block_of_page(&mut *self.fs, ino, page) {
+            Some(pblk) => pblk,
+            None => panic!("writeback of page {page} of inode {ino}: no block mapping"),
         }
     }
 
@@ -144,7 +121,7 @@ impl Simulation {
     /// written, which here is a loop until the extent is mapped.
     pub(crate) fn ext4_flush_extent(
         &mut self,
-        task: Task,
+        task: TaskId,
         w: &mut Wcp,
         first: u64,
         next: u64,
@@ -152,19 +129,18 @@ impl Simulation {
     ) {
         let ino = self.vm.map_ino[w.map as usize];
         let mut runs: Vec<FileExtent> = Vec::new();
-        let mut l = first;
         let once = !self.vm.cfg.ext4_index_pages_written && !self.job_of(task).wbc.sync_all;
-        while l < next {
-            let before = runs.len();
-            match self.fs.map_for_writeback(ino, l, next - l, &mut runs) {
-                Ok(k) if k > 0 => l += k,
-                _ => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
-            }
-            debug_assert!(runs.len() > before);
-            if once {
-                break;
-            }
-        }
+        let l = match writepage::mpage_da_map_blocks(
+            &mut *self.fs,
+            ino,
+            first,
+            next,
+            once,
+            &mut runs,
+        ) {
+            Ok(l) => l,
+            Err((l, _)) => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
+        };
         for r in &runs {
             for i in 0..r.len {
                 self.queue_page_bios(task, w.map, r.logical + i, 1, r.physical + i, true, now);
@@ -172,7 +148,7 @@ impl Simulation {
         }
         if l < next {
             // ext4_da_writepage on a page with delayed buffers: redirty it.
-            self.redirty_pages(w.map as usize, l, next);
+            self.vm.redirty_pages(w.map as usize, l, next);
             self.vm.ext4_redirtied += next - l;
         }
         // The pages are unlocked as they are written or redirtied.
@@ -193,19 +169,5 @@ impl Simulation {
         w.mpd_written += next - first;
         w.da_written += next - first;
         w.ext = None;
-    }
-
-    /// `redirty_page_for_writepage` on pages taken by `take_page` whose write did
-    /// not start: dirty again, no longer under writeback.
-    pub(crate) fn redirty_pages(&mut self, map: usize, first: u64, end: u64) {
-        let m = &mut self.vm.maps[map];
-        for p in first..end {
-            if m.writeback.clear(p) {
-                self.vm.nr_writeback -= 1;
-            }
-            if m.dirty.set(p) {
-                self.vm.nr_dirty += 1;
-            }
-        }
     }
 }

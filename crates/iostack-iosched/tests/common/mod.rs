@@ -5,7 +5,10 @@
 #![allow(dead_code)]
 
 use iostack_block::{Bio, BlockOut, QueueConfig, QueueEvent, RequestQueue};
-use iostack_core::{Action, DevT, Profile, ReqFlags, TraceEvent, TraceSink, Tracer, Tunables};
+use iostack_core::{
+    Action, BioOwner, DevT, EndIo, Profile, ReqFlags, TaskId, TraceEvent, TraceSink, Tracer,
+    Tunables,
+};
 use iostack_des::{EventQueue, Instant};
 use iostack_device::{Fixed, FixedParams, HwLimits};
 use std::collections::BTreeMap;
@@ -136,7 +139,7 @@ impl Sim {
             self.evq.schedule(at, e);
         }
         for c in std::mem::take(&mut self.out.completed) {
-            let i = (c.owner >> 32) as usize;
+            let i = c.owner.task.0 as usize;
             // The process thinks, then submits its next request.
             let now = self.now;
             let think = self.procs[i].think_ns;
@@ -158,7 +161,10 @@ impl Sim {
             flags: p.flags,
             pid: p.pid,
             cpu: 0,
-            owner: ((i as u64) << 32) | n,
+            owner: BioOwner {
+                task: TaskId(i as u32),
+                end_io: EndIo::DirectIo { slot: n as u32 },
+            },
             ioprio: p.ioprio,
             submitted_at: Instant(at),
             next: None,

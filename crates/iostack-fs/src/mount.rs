@@ -1,0 +1,179 @@
+//! The mounted file system as the page cache and writeback see it: one
+//! object-safe adapter over ext2/ext3 (allocation at `write()` through
+//! `get_block`) and the delayed-allocation file systems (ext4, XFS: allocation at
+//! writeback), with the `->writepage(s)` flavour each uses. The direct-I/O path
+//! reaches the same object through `GetBlock`.
+
+use crate::ext2::Ext2;
+use crate::extent_fs::physical_runs;
+use crate::{ExtentFs, FileExtent, FsError, GetBlock};
+
+/// How the file system's `->writepage(s)` turns dirty pages into bios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WritepageKind {
+    /// `block_write_full_page` → one `submit_bh` per 4 KiB buffer; the elevator
+    /// merges (ext3, which has no `->writepages`; ext4's `ext4_da_writepage`).
+    PerBuffer,
+    /// `mpage_writepages`: multi-page bios over physically contiguous pages (ext2).
+    Mpage,
+    /// `xfs_vm_writepage` with `xfs_cluster_write`: one ioend and bio over the
+    /// contiguous dirty pages after the one asked for.
+    XfsCluster,
+    /// `ext4_da_writepages`: collect a run of contiguous delalloc pages, allocate it
+    /// with mballoc, then write it with `block_write_full_page`.
+    Ext4Da,
+}
+
+pub trait MountedFs {
+    fn name(&self) -> &'static str;
+    fn get_block(&mut self) -> &mut dyn GetBlock;
+    fn lookup(&self, name: &str) -> Option<u32>;
+    /// Lay out a file of `size` bytes before the run (fio's layout phase).
+    fn layout(&mut self, name: &str, size: u64, goal: Option<u64>) -> Result<u32, FsError>;
+    /// An empty new file (`O_CREAT`).
+    fn create(&mut self, name: &str) -> Result<u32, FsError>;
+    /// `->write_begin` for blocks `[lblk, lblk + n)`: ext2/3 allocate now
+    /// (`ext3_get_block` with create), delalloc file systems reserve.
+    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError>;
+    /// Writeback maps `[lblk, lblk + n)` (allocating delayed blocks); appends the
+    /// runs and returns blocks mapped (at least 1).
+    fn map_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError>;
+    /// Mapped extents in logical order, as FIEMAP reports them (ext2/ext3's
+    /// `generic_block_fiemap` merges contiguous blocks; extent file systems report
+    /// their extents).
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent>;
+    fn writepage_kind(&self) -> WritepageKind;
+    /// The last writer closed the file (`->release`: ext4 discards its
+    /// preallocations, XFS frees blocks past EOF).
+    fn release_file(&mut self, _ino: u32) {}
+    /// Block-device ranges the file system dirties right after mount.
+    fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+}
+
+pub struct Ext2Fs {
+    pub fs: Ext2,
+    pub ext3: bool,
+}
+
+impl MountedFs for Ext2Fs {
+    fn name(&self) -> &'static str {
+        if self.ext3 {
+            "ext3"
+        } else {
+            "ext2"
+        }
+    }
+    fn get_block(&mut self) -> &mut dyn GetBlock {
+        &mut self.fs
+    }
+    fn lookup(&self, name: &str) -> Option<u32> {
+        self.fs.lookup(name)
+    }
+    fn layout(&mut self, name: &str, size: u64, goal: Option<u64>) -> Result<u32, FsError> {
+        self.fs.create_sequential(name, size, goal)
+    }
+    fn create(&mut self, name: &str) -> Result<u32, FsError> {
+        self.fs.create_sequential(name, 0, None)
+    }
+    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+        let mut l = lblk;
+        while l < lblk + n {
+            let m = self.fs.get_block(ino, l, lblk + n - l, true)?;
+            l += m.count;
+        }
+        Ok(())
+    }
+    fn map_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        let m = self.fs.get_block(ino, lblk, n, false)?;
+        let pblk = m.pblk.ok_or(FsError::NoSpace)?;
+        out.push(FileExtent {
+            logical: lblk,
+            physical: pblk,
+            len: m.count,
+        });
+        Ok(m.count)
+    }
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
+        let runs: Vec<FileExtent> = self
+            .fs
+            .inode(ino)
+            .extents
+            .iter()
+            .map(|e| FileExtent {
+                logical: e.lblk,
+                physical: e.pblk,
+                len: e.len,
+            })
+            .collect();
+        physical_runs(&runs)
+    }
+    fn writepage_kind(&self) -> WritepageKind {
+        if self.ext3 {
+            WritepageKind::PerBuffer
+        } else {
+            WritepageKind::Mpage
+        }
+    }
+}
+
+/// ext4 or XFS: blocks are reserved at `write()` and placed at writeback.
+pub struct DelallocFs<T: ExtentFs> {
+    pub fs: T,
+    pub kind: WritepageKind,
+}
+
+impl<T: ExtentFs> MountedFs for DelallocFs<T> {
+    fn name(&self) -> &'static str {
+        self.fs.fs_name()
+    }
+    fn get_block(&mut self) -> &mut dyn GetBlock {
+        &mut self.fs
+    }
+    fn lookup(&self, name: &str) -> Option<u32> {
+        self.fs.lookup(name)
+    }
+    fn layout(&mut self, name: &str, size: u64, _goal: Option<u64>) -> Result<u32, FsError> {
+        self.fs.layout(name, size)
+    }
+    fn create(&mut self, name: &str) -> Result<u32, FsError> {
+        self.fs.create(name)
+    }
+    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+        self.fs.delalloc_reserve(ino, lblk, n)
+    }
+    fn map_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        self.fs.map_for_writeback(ino, lblk, n, out)
+    }
+    fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
+        self.fs.fiemap(ino)
+    }
+    fn writepage_kind(&self) -> WritepageKind {
+        self.kind
+    }
+    fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
+        self.fs.mount_dirty_bdev_ranges()
+    }
+    fn release_file(&mut self, ino: u32) {
+        self.fs.release_file(ino)
+    }
+}

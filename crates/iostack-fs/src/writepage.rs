@@ -1,0 +1,134 @@
+//! The file systems' `->writepage(s)` flavours, sans-IO: given the page being
+//! written and its block, which bio goes out now; the block of a page at
+//! writeback (allocating delayed blocks); ext4's `mpage_da_map_blocks`. The page
+//! walk that calls them (`write_cache_pages`) is mm's; the simulation submits the
+//! bios.
+
+use crate::mount::{MountedFs, WritepageKind};
+use crate::{FileExtent, FsError};
+use iostack_mm::PageRun;
+
+/// `->writepage` of one page mapped to block `pblk`; returns the bio to submit
+/// now, if any. ext3's `block_write_full_page` (and ext4's `ext4_da_writepage`)
+/// submits one bio per buffer and leaves merging to the elevator; ext2's
+/// `mpage_writepage` and XFS's ioend extend the open bio while the pages are
+/// contiguous in the file and on disk and the bio has room (`max_pages`), else
+/// submit it and open a new one.
+pub fn writepage(
+    kind: WritepageKind,
+    open: &mut Option<PageRun>,
+    page: u64,
+    pblk: u64,
+    max_pages: u64,
+) -> Option<PageRun> {
+    let one = PageRun {
+        first: page,
+        pages: 1,
+        pblk,
+    };
+    match kind {
+        WritepageKind::PerBuffer | WritepageKind::Ext4Da => Some(one),
+        WritepageKind::Mpage | WritepageKind::XfsCluster => match open {
+            Some(b)
+                if b.first + b.pages == page && b.pblk + b.pages == pblk && b.pages < max_pages =>
+            {
+                b.pages += 1;
+                None
+            }
+            Some(b) => {
+                let full = *b;
+                *open = Some(one);
+                Some(full)
+            }
+            None => {
+                *open = Some(one);
+                None
+            }
+        },
+    }
+}
+
+/// The block of page `page` of `ino` for writeback (allocating a delayed block),
+/// or `None` if the file system maps none.
+pub fn block_of_page(fs: &mut dyn MountedFs, ino: u32, page: u64) -> Option<u64> {
+    let mut runs: Vec<FileExtent> = Vec::new();
+    match fs.map_for_writeback(ino, page, 1, &mut runs) {
+        Ok(_) if !runs.is_empty() => Some(runs[0].physical + (page - runs[0].logical)),
+        _ => None,
+    }
+}
+
+/// ext4's `mpage_da_map_blocks` over the extent of pages `[first, next)`: one
+/// `ext4_da_get_block_write` call for the whole extent, which mballoc may serve
+/// only in part (the request is cut at the end of the inode preallocation it is
+/// served from, `ext4_mb_use_inode_pa`). `once`: the October 2008 code maps once
+/// and leaves the rest delayed; the merged fix loops until the extent is mapped.
+/// Appends the mapped runs to `runs` and returns the end of the mapped part; an
+/// error names the block that failed.
+pub fn mpage_da_map_blocks(
+    fs: &mut dyn MountedFs,
+    ino: u32,
+    first: u64,
+    next: u64,
+    once: bool,
+    runs: &mut Vec<FileExtent>,
+) -> Result<u64, (u64, FsError)> {
+    let mut l = first;
+    while l < next {
+        let before = runs.len();
+        match fs.map_for_writeback(ino, l, next - l, runs) {
+            Ok(k) if k > 0 => l += k,
+            Ok(_) => return Err((l, FsError::NoSpace)),
+            Err(e) => return Err((l, e)),
+        }
+        debug_assert!(runs.len() > before);
+        if once {
+            break;
+        }
+    }
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpage_bios_grow_while_contiguous_and_not_full() {
+        let k = WritepageKind::Mpage;
+        let mut open = None;
+        assert_eq!(writepage(k, &mut open, 10, 100, 3), None);
+        assert_eq!(writepage(k, &mut open, 11, 101, 3), None);
+        assert_eq!(writepage(k, &mut open, 12, 102, 3), None);
+        // Full: the open bio goes out and the page starts a new one.
+        let full = PageRun {
+            first: 10,
+            pages: 3,
+            pblk: 100,
+        };
+        assert_eq!(writepage(k, &mut open, 13, 103, 3), Some(full));
+        // Not contiguous on disk: the same.
+        let one = PageRun {
+            first: 13,
+            pages: 1,
+            pblk: 103,
+        };
+        assert_eq!(writepage(k, &mut open, 14, 200, 3), Some(one));
+        assert_eq!(
+            open,
+            Some(PageRun {
+                first: 14,
+                pages: 1,
+                pblk: 200
+            })
+        );
+    }
+
+    #[test]
+    fn per_buffer_writers_submit_every_page() {
+        let mut open = None;
+        let r = writepage(WritepageKind::PerBuffer, &mut open, 5, 50, 64);
+        assert_eq!(r.map(|r| (r.first, r.pages, r.pblk)), Some((5, 1, 50)));
+        assert_eq!(open, None);
+    }
+}

@@ -1,0 +1,170 @@
+//! The task table: every schedulable entity of the simulated machine, processes
+//! (fio jobs, dd) and kernel threads alike, as the kernel's `task_struct`s. A task
+//! has an identity (pid, CPU, I/O priority), the bios it has built but not yet
+//! submitted, and one blocking state; blocking and waking go through `Tasks`, and
+//! the event loop runs a task by its `TaskId` without knowing what it is.
+
+use iostack_block::{Bio, Ctx};
+use iostack_core::TaskId;
+use iostack_des::Instant;
+use iostack_mm::Throttle;
+use std::collections::VecDeque;
+
+/// A kernel thread the machine runs. Later stacks add theirs here: kblockd as a
+/// task, kjournald / jbd2, 2.4's bdflush and kupdated, blk-mq's kworkers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KThread {
+    /// The writeback thread: `pdflush` (2.6.28-2.6.31) or the per-bdi
+    /// `flush-MAJ:MIN` (2.6.32+).
+    Flusher,
+    /// `ext4lazyinit`: the file system's inode-table zeroing.
+    LazyInit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskKind {
+    /// A user process: the index of its job.
+    Process(u32),
+    KernelThread(KThread),
+}
+
+/// Why a task is not runnable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    No,
+    /// Sleeping in `get_request_wait`.
+    OnRequest,
+    /// Waiting for its own I/O (sync engine, or iodepth reached).
+    OnIo,
+    /// Not started yet (stonewall or startdelay).
+    NotStarted,
+    /// Waiting for a page (read, writeback for fsync, or `lock_page` on a page
+    /// another writeback caller holds).
+    OnPage,
+    /// In `congestion_wait`.
+    OnCongestion,
+    Done,
+}
+
+pub(crate) struct Task {
+    pub kind: TaskKind,
+    pub pid: u32,
+    pub cpu: u32,
+    /// I/O priority (class, level) its bios carry.
+    pub ioprio: (u8, u8),
+    pub blocked: Blocked,
+    /// The task is on the CPU until then (copies made before it went to sleep
+    /// on a page); a wake-up cannot run it earlier.
+    pub cpu_until: Instant,
+    /// Bios built and not yet submitted (the submitter slept in
+    /// `get_request_wait` between two of them).
+    pub pending: VecDeque<Bio>,
+}
+
+impl Task {
+    /// The task as the block layer sees it.
+    pub fn ctx(&self) -> Ctx {
+        Ctx {
+            pid: self.pid,
+            cpu: self.cpu,
+        }
+    }
+}
+
+/// The table of tasks, indexed by `TaskId`.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    v: Vec<Task>,
+}
+
+impl Tasks {
+    pub fn add(&mut self, kind: TaskKind, pid: u32, cpu: u32, ioprio: (u8, u8)) -> TaskId {
+        let blocked = match kind {
+            TaskKind::Process(_) => Blocked::NotStarted,
+            TaskKind::KernelThread(_) => Blocked::No,
+        };
+        self.v.push(Task {
+            kind,
+            pid,
+            cpu,
+            ioprio,
+            blocked,
+            cpu_until: Instant::ZERO,
+            pending: VecDeque::new(),
+        });
+        TaskId(self.v.len() as u32 - 1)
+    }
+
+    pub fn get(&self, id: TaskId) -> &Task {
+        &self.v[id.0 as usize]
+    }
+
+    pub fn get_mut(&mut self, id: TaskId) -> &mut Task {
+        &mut self.v[id.0 as usize]
+    }
+
+    pub fn kind(&self, id: TaskId) -> TaskKind {
+        self.get(id).kind
+    }
+
+    pub fn blocked(&self, id: TaskId) -> Blocked {
+        self.get(id).blocked
+    }
+
+    /// The task goes to sleep (or finishes, or has not started).
+    pub fn block(&mut self, id: TaskId, why: Blocked) {
+        self.get_mut(id).blocked = why;
+    }
+
+    /// The task becomes runnable again; false if it has finished, when a wake-up
+    /// is ignored.
+    pub fn unblock(&mut self, id: TaskId) -> bool {
+        let t = self.get_mut(id);
+        if t.blocked == Blocked::Done {
+            return false;
+        }
+        t.blocked = Blocked::No;
+        true
+    }
+
+    /// Whether any process has not finished (kernel threads do not keep a
+    /// run alive).
+    pub fn processes_alive(&self) -> bool {
+        self.v
+            .iter()
+            .any(|t| matches!(t.kind, TaskKind::Process(_)) && t.blocked != Blocked::Done)
+    }
+
+    /// Bios built but not submitted, over all tasks.
+    pub fn pending_bios(&self) -> usize {
+        self.v.iter().map(|t| t.pending.len()).sum()
+    }
+}
+
+/// The file system's background zeroing of inode tables through the block
+/// device's page cache (ext4's lazy inode-table initialisation of the 2008
+/// patch queue): a kernel task that dirties one range at a time and is throttled
+/// in `balance_dirty_pages` like any writer.
+#[derive(Debug)]
+pub(crate) struct LazyInit {
+    pub ranges: Vec<(u64, u64)>,
+    pub idx: usize,
+    pub off: u64,
+    pub dirtied_since: u64,
+    pub throttle: Option<Throttle>,
+    /// The `ext4lazyinit` task.
+    pub task: TaskId,
+}
+
+impl LazyInit {
+    pub fn new() -> LazyInit {
+        LazyInit {
+            ranges: Vec::new(),
+            idx: 0,
+            off: 0,
+            dirtied_since: 0,
+            throttle: None,
+            task: TaskId(u32::MAX),
+        }
+    }
+}
