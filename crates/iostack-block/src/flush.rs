@@ -412,6 +412,7 @@ impl RequestQueue {
             softbarrier: true,
             elv_private: 0,
             fseq: 0,
+            on_hash: false,
             role: FlushRole::None,
             ..o.clone()
         }
@@ -644,7 +645,8 @@ impl RequestQueue {
         if self.boundary_rq == Some(rq) {
             self.boundary_rq = None;
         }
-        self.rqs.free(rq);
+        let r = self.rqs.free(rq);
+        Self::put_check(&r);
         self.flush.proxies -= 1;
     }
 

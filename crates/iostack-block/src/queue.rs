@@ -714,7 +714,10 @@ impl RequestQueue {
     // Back-merge hash (`elv_rqhash_*`).
 
     fn rqhash_add(&mut self, rq: RqId) {
-        let end = self.rqs.get(rq).end_sector();
+        let r = self.rqs.get_mut(rq);
+        debug_assert!(!r.on_hash, "request hashed twice");
+        r.on_hash = true;
+        let end = r.end_sector();
         if let Some(old) = self.hash.insert(end, rq) {
             // hlist_add_head: the newer request is found first; keep the older one.
             self.hash_overflow.push((end, old));
@@ -734,11 +737,25 @@ impl RequestQueue {
             .position(|&(e, r)| e == end && r == rq)
         {
             self.hash_overflow.remove(i);
+        } else {
+            return;
         }
+        self.rqs.get_mut(rq).on_hash = false;
     }
 
+    /// The request ending at `sector`, if any. An entry is always a queued request
+    /// ending at its key (checked here, where a stale entry would be used).
     fn rqhash_find(&self, sector: Sector) -> Option<RqId> {
-        self.hash.get(&sector).copied()
+        let rq = self.hash.get(&sector).copied()?;
+        let r = self.rqs.get(rq);
+        assert!(
+            r.on_hash && r.end_sector() == sector && !r.dispatched,
+            "back-merge hash: entry at sector {sector} is a request ending at {} \
+             (dispatched {})",
+            r.end_sector(),
+            r.dispatched
+        );
+        Some(rq)
     }
 
     // ---------------------------------------------------------------------------
@@ -834,6 +851,7 @@ impl RequestQueue {
             softbarrier: false,
             role: FlushRole::None,
             fseq: 0,
+            on_hash: false,
         });
         self.stats.requests_allocated += 1;
         self.trace_bio(now, &b, Action::GetRq, Pdu::None, tr);
@@ -863,7 +881,19 @@ impl RequestQueue {
             self.boundary_rq = None;
         }
         let r = self.rqs.free(rq);
+        Self::put_check(&r);
         self.freed_request(r.sync_pool as usize)
+    }
+
+    /// `__blk_put_request`'s `BUG_ON(ELV_ON_HASH(req))`: a request is off the
+    /// back-merge hash before it is freed, so no entry can outlive it (checked in
+    /// every build; O(1)).
+    fn put_check(r: &Request) {
+        assert!(
+            !r.on_hash,
+            "request {}+{} freed while on the back-merge hash",
+            r.sector, r.sectors
+        );
     }
 
     /// A woken allocator retries in its own context (`get_request_wait` loop): it
@@ -1438,14 +1468,21 @@ impl RequestQueue {
 
     fn check(&self) {
         if self.checks {
-            self.check_invariants();
+            self.check_accounting();
         }
     }
 
-    /// Every request is in exactly one place (elevator, dispatch list or device),
-    /// pools and limits hold, and bios are conserved.
+    /// Every invariant, including a walk of the whole back-merge hash (the
+    /// per-event check leaves the walk out: it is O(queued requests), and the hash
+    /// is held to its invariant in O(1) where entries are used and freed, in
+    /// `rqhash_find` and `put_check`).
     pub fn check_invariants(&self) {
-        // Every back-merge hash entry is a queued request ending at its key.
+        self.check_hash();
+        self.check_accounting();
+    }
+
+    /// Every back-merge hash entry is a queued request ending at its key.
+    fn check_hash(&self) {
         for (&end, &rq) in self
             .hash
             .iter()
@@ -1459,7 +1496,13 @@ impl RequestQueue {
                 r.end_sector(),
                 r.dispatched
             );
+            assert!(r.on_hash, "hash entry at sector {end} without ELV_ON_HASH");
         }
+    }
+
+    /// Every request is in exactly one place (elevator, dispatch list or device),
+    /// pools and limits hold, and bios are conserved.
+    fn check_accounting(&self) {
         let live = self.rqs.live() as u32;
         assert_eq!(
             live,

@@ -46,6 +46,8 @@ pub struct Request {
     pub role: FlushRole,
     /// Steps of its flush sequence done (`rq->flush.seq`, `REQ_FSEQ_*`).
     pub fseq: u8,
+    /// `ELV_ON_HASH(rq)`: the request has an entry in the back-merge hash.
+    pub on_hash: bool,
 }
 
 /// A request's part in flush sequencing.
