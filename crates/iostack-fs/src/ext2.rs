@@ -55,10 +55,24 @@ impl Inode {
     }
 
     fn lookup(&self, lblk: u64) -> Option<(u64, u64)> {
+        self.lookup_near(lblk, 0).map(|(p, left, _)| (p, left))
+    }
+
+    /// `lookup`, trying extent `hint` and the one after it before the binary
+    /// search (writeback walks a file in order); also returns the extent's index.
+    #[inline]
+    fn lookup_near(&self, lblk: u64, hint: usize) -> Option<(u64, u64, usize)> {
+        let hit = |i: usize| {
+            let e = self.extents.get(i)?;
+            (e.lblk <= lblk && lblk < e.lblk + e.len).then_some(i)
+        };
+        let i = match hit(hint).or_else(|| hit(hint + 1)) {
+            Some(i) => i,
+            None => self.extents.partition_point(|e| e.lblk + e.len <= lblk),
+        };
         // (physical block, blocks left in the extent)
-        let i = self.extents.partition_point(|e| e.lblk + e.len <= lblk);
         let e = self.extents.get(i)?;
-        (e.lblk <= lblk).then(|| (e.pblk + (lblk - e.lblk), e.lblk + e.len - lblk))
+        (e.lblk <= lblk).then(|| (e.pblk + (lblk - e.lblk), e.lblk + e.len - lblk, i))
     }
 }
 
@@ -68,6 +82,12 @@ pub struct Ext2 {
     /// Next free block of the sequential allocator.
     cursor: u64,
     inodes: Vec<Inode>,
+    /// Group descriptor table blocks (fixed by the geometry).
+    gdt_blocks: u64,
+    /// `(group, first data block)` of the allocator's last group.
+    alloc_group: (u64, u64),
+    /// `(inode, extent index)` of the last mapping found.
+    hint: (u32, usize),
 }
 
 impl Ext2 {
@@ -79,7 +99,11 @@ impl Ext2 {
             ptrs_bits,
             cursor: 0,
             inodes: Vec::new(),
+            gdt_blocks: 0,
+            alloc_group: (u64::MAX, 0),
+            hint: (u32::MAX, 0),
         };
+        fs.gdt_blocks = (fs.groups() * 32).div_ceil(fs.p.block_size as u64);
         fs.cursor = fs.skip_group_meta(0);
         fs
     }
@@ -105,9 +129,7 @@ impl Ext2 {
 
     /// Metadata blocks at the start of group `g`.
     fn group_meta(&self, g: u64) -> u64 {
-        let has_super = has_super(g);
-        let gdt_blocks = (self.groups() * 32).div_ceil(self.p.block_size as u64);
-        let sb = if has_super { 1 + gdt_blocks } else { 0 };
+        let sb = if has_super(g) { 1 + self.gdt_blocks } else { 0 };
         sb + 2 + self.p.inode_table_blocks
     }
 
@@ -119,7 +141,12 @@ impl Ext2 {
     }
 
     fn alloc_block(&mut self) -> Result<u64, FsError> {
-        let b = self.skip_group_meta(self.cursor);
+        // `skip_group_meta`, with the group's first data block kept.
+        let g = self.cursor / self.p.blocks_per_group;
+        if self.alloc_group.0 != g {
+            self.alloc_group = (g, g * self.p.blocks_per_group + self.group_meta(g));
+        }
+        let b = self.cursor.max(self.alloc_group.1);
         if b >= self.p.blocks {
             return Err(FsError::NoSpace);
         }
@@ -265,7 +292,9 @@ impl GetBlock for Ext2 {
         assert!(max_blocks > 0);
         let (_, _, blocks_to_boundary) = self.block_to_path(lblk)?;
         let inode = &self.inodes[ino as usize];
-        if let Some((pblk, left)) = inode.lookup(lblk) {
+        let hint = if self.hint.0 == ino { self.hint.1 } else { 0 };
+        if let Some((pblk, left, i)) = inode.lookup_near(lblk, hint) {
+            self.hint = (ino, i);
             // Map more blocks while they follow on disk, up to the boundary.
             let count = max_blocks.min(blocks_to_boundary + 1).min(left);
             return Ok(BlockMapping {

@@ -7,6 +7,7 @@
 use crate::mount::{MountedFs, WritepageKind};
 use crate::{FileExtent, FsError};
 use iostack_mm::PageRun;
+use std::cell::RefCell;
 
 /// `->writepage` of one page mapped to block `pblk`; returns the bio to submit
 /// now, if any. ext3's `block_write_full_page` (and ext4's `ext4_da_writepage`)
@@ -51,11 +52,17 @@ pub fn writepage(
 /// The block of page `page` of `ino` for writeback (allocating a delayed block),
 /// or `None` if the file system maps none.
 pub fn block_of_page(fs: &mut dyn MountedFs, ino: u32, page: u64) -> Option<u64> {
-    let mut runs: Vec<FileExtent> = Vec::new();
-    match fs.map_for_writeback(ino, page, 1, &mut runs) {
-        Ok(_) if !runs.is_empty() => Some(runs[0].physical + (page - runs[0].logical)),
-        _ => None,
+    thread_local! {
+        /// The runs vector, reused: one allocation per thread, not per page.
+        static RUNS: RefCell<Vec<FileExtent>> = const { RefCell::new(Vec::new()) };
     }
+    RUNS.with_borrow_mut(|runs| {
+        runs.clear();
+        match fs.map_for_writeback(ino, page, 1, runs) {
+            Ok(_) if !runs.is_empty() => Some(runs[0].physical + (page - runs[0].logical)),
+            _ => None,
+        }
+    })
 }
 
 /// ext4's `mpage_da_map_blocks` over the extent of pages `[first, next)`: one

@@ -45,11 +45,13 @@ impl Leaf {
         }
     }
 
+    #[inline]
     fn get(&self, b: u64) -> bool {
         self.words[(b / 64) as usize] >> (b % 64) & 1 == 1
     }
 
     /// Recompute word `w`'s summary bits after it changed.
+    #[inline]
     fn sum(&mut self, w: usize) {
         let m = 1u64 << w;
         let x = self.words[w];
@@ -187,6 +189,7 @@ impl PageBits {
     }
 
     /// Pages set.
+    #[inline]
     pub fn count(&self) -> u64 {
         self.ones
     }
@@ -198,6 +201,7 @@ impl PageBits {
     }
 
     /// The slot of leaf `c`, if it has a bit set.
+    #[inline]
     fn find(&self, c: u64) -> Option<u32> {
         if let Some((hc, slot)) = self.hint.get() {
             if hc == c {
@@ -227,6 +231,7 @@ impl PageBits {
     }
 
     /// Free leaf `c` (in `slot`) if its last bit was cleared.
+    #[inline]
     fn release_if_empty(&mut self, c: u64, slot: u32) {
         if self.slots[slot as usize].ones > 0 {
             return;
@@ -245,12 +250,14 @@ impl PageBits {
             .map(|(&c, &slot)| (c, &self.slots[slot as usize]))
     }
 
+    #[inline]
     pub fn get(&self, index: u64) -> bool {
         self.find(index / LEAF_BITS)
             .is_some_and(|s| self.slots[s as usize].get(index % LEAF_BITS))
     }
 
     /// The 64 bits of pages `[64 w, 64 w + 64)`.
+    #[inline]
     pub fn word(&self, w: u64) -> u64 {
         let c = w / WORDS as u64;
         self.find(c).map_or(0, |s| {
@@ -279,6 +286,7 @@ impl PageBits {
     }
 
     /// Set one bit; returns whether it was clear.
+    #[inline]
     pub fn set(&mut self, index: u64) -> bool {
         let slot = self.find_or_alloc(index / LEAF_BITS);
         let leaf = &mut self.slots[slot];
@@ -295,6 +303,7 @@ impl PageBits {
     }
 
     /// Clear one bit; returns whether it was set.
+    #[inline]
     pub fn clear(&mut self, index: u64) -> bool {
         let c = index / LEAF_BITS;
         let Some(slot) = self.find(c) else {
