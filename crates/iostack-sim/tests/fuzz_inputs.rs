@@ -19,18 +19,16 @@ use iostack_sim::{tunable_tables, SimConfig, SimError, Simulation};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-/// xorshift64*: small and deterministic.
-struct Rng(u64);
+/// The project's own named-stream generator (`iostack_des::Rng`), with the
+/// picks the search needs.
+struct Rng(iostack_des::Rng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    fn new(seed: u64) -> Rng {
+        Rng(iostack_des::Rng::stream(Seed(seed), "fuzz"))
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        self.0.below(n.max(1) as u64) as usize
     }
     fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[self.below(v.len())]
@@ -218,7 +216,7 @@ fn no_core_panics(core: &CorePanics) {
 }
 
 fn fuzz_machine_files_are_parsed_or_refused_at_their_line(core: &mut CorePanics) {
-    let mut rng = Rng(0x1157);
+    let mut rng = Rng::new(0x1157);
     let mut built = 0;
     for i in 0..cases(3_000) {
         let text = random_machine_file(&mut rng);
@@ -252,7 +250,7 @@ fn fuzz_machine_files_are_parsed_or_refused_at_their_line(core: &mut CorePanics)
 }
 
 fn fuzz_tunable_assignments_are_set_or_refused(core: &mut CorePanics) {
-    let mut rng = Rng(0x5e7);
+    let mut rng = Rng::new(0x5e7);
     let defs: Vec<&iostack_core::TunableDef> = tunable_tables().into_iter().flatten().collect();
     let m = machine::preset("null").unwrap();
     for i in 0..cases(2_000) {
@@ -292,7 +290,7 @@ fn fuzz_tunable_assignments_are_set_or_refused(core: &mut CorePanics) {
 }
 
 fn fuzz_layout_specs_are_parsed_or_refused(core: &mut CorePanics) {
-    let mut rng = Rng(0x1a7);
+    let mut rng = Rng::new(0x1a7);
     let pieces = [
         "/mnt/test/f",
         "f",
@@ -372,7 +370,7 @@ const DD_OPERANDS: &[&str] = &[
 ];
 
 fn fuzz_dd_operands_are_simulated_or_refused(core: &mut CorePanics) {
-    let mut rng = Rng(0xdd);
+    let mut rng = Rng::new(0xdd);
     let m = machine::preset("null").unwrap();
     let layout = frontend::parse_layout("/mnt/test/f=1M").unwrap();
     for i in 0..cases(1_500) {
@@ -527,7 +525,7 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
 }
 
 fn fuzz_fio_jobs_are_simulated_or_refused(core: &mut CorePanics) {
-    let mut rng = Rng(0xf10);
+    let mut rng = Rng::new(0xf10);
     let corpus = fio_corpus();
     let machines: Vec<Machine> = ["null", "sata-2009"]
         .iter()
@@ -609,7 +607,7 @@ const EXPERIMENT_LINES: &[&str] = &[
 ];
 
 fn fuzz_experiment_files_are_read_or_refused_at_their_line(core: &mut CorePanics) {
-    let mut rng = Rng(0xe4);
+    let mut rng = Rng::new(0xe4);
     let corpus = experiment_corpus();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     for i in 0..cases(400) {
