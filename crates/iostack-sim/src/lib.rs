@@ -11,6 +11,7 @@ pub mod frontend;
 pub mod fsys;
 mod lazyinit;
 pub mod machine;
+mod plug;
 mod runend;
 pub mod stats;
 mod task;

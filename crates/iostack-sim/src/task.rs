@@ -1,7 +1,7 @@
 //! The task table: every schedulable entity of the simulated machine, processes
 //! (fio jobs, dd) and kernel threads alike, as the kernel's `task_struct`s. A task
 //! has an identity (pid, CPU, I/O priority), the bios it has built but not yet
-//! submitted, and one blocking state; blocking and waking go through `Tasks`, and
+//! submitted, its plug, and one blocking state; blocking and waking go through `Tasks`, and
 //! the event loop runs a task by its `TaskId` without knowing what it is.
 
 use iostack_block::{Bio, Ctx};
@@ -59,6 +59,10 @@ pub(crate) struct Task {
     /// Bios built and not yet submitted (the submitter slept in
     /// `get_request_wait` between two of them).
     pub pending: VecDeque<Bio>,
+    /// `current->plug`: how many plugs the task has started and not finished.
+    /// Only the outermost reaches the block queue (`blk_start_plug` ignores a
+    /// nested plug, `blk_finish_plug` flushes only the task's own).
+    pub plugs: u32,
 }
 
 impl Task {
@@ -91,6 +95,7 @@ impl Tasks {
             blocked,
             cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
+            plugs: 0,
         });
         TaskId(self.v.len() as u32 - 1)
     }

@@ -8,7 +8,7 @@ use crate::stats::{ProcResult, RunResult};
 use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
-    Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
+    Bio, BlockOut, BlockQueue, Ctx, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
 };
 use iostack_core::{BioOwner, DevT, EndIo, ReqFlags, TaskId, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
@@ -63,6 +63,9 @@ pub struct SimConfig {
 }
 
 pub(crate) use crate::error::SimError;
+
+/// kblockd's pid, as the traces have always shown it.
+const KBLOCKD_PID: u32 = 40;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
@@ -263,15 +266,17 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        qcfg.kblockd_pid = 40;
-        qcfg.kblockd_cpu = m.irq_cpu;
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
+        queue.set_kblockd(Ctx {
+            pid: KBLOCKD_PID,
+            cpu: m.irq_cpu,
+        });
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
-        tracer.process(qcfg.kblockd_pid, &format!("kblockd/{}", m.irq_cpu));
+        tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
         let vm_cfg = vm_config(m, t);
         let flusher_pid = 190;
         if vm_cfg.pdflush {
@@ -538,11 +543,17 @@ impl Simulation {
             }
             match s.event {
                 Ev::Task(t) => self.run_task(t, now),
-                Ev::IoDone(p, slot) => self.io_done(p, slot, now),
+                Ev::IoDone(p, slot) => {
+                    self.io_done(p, slot, now);
+                    self.sched_out(TaskId(p), now);
+                }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
-                Ev::BufDone(p) => self.buf_done(p, now),
+                Ev::BufDone(p) => {
+                    self.buf_done(p, now);
+                    self.sched_out(TaskId(p), now);
+                }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
             }
@@ -769,9 +780,10 @@ impl Simulation {
 
     /// All bios of an I/O are queued: `blk_run_address_space` unplugs (U), then the
     /// task waits (sync) or goes on submitting (async).
+    /// In 2.6.39+ `do_blockdev_direct_IO` ends its plug here instead.
     fn finish_submission(&mut self, pi: u32, slot: u32, now: Instant) {
-        let ctx = self.tasks.get(TaskId(pi)).ctx();
-        self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+        self.unplug(TaskId(pi), now);
+        self.finish_plug(TaskId(pi), now);
         let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
@@ -945,6 +957,8 @@ impl Simulation {
             return;
         }
         p.submitting = Some((slot, 0));
+        // 2.6.39+: do_blockdev_direct_IO plugs around the submission.
+        self.start_plug(TaskId(pi));
         self.schedule_task(TaskId(pi), now + cost);
     }
 
@@ -1034,6 +1048,7 @@ impl Simulation {
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
         }
+        self.sched_out(task, now);
     }
 
     /// Run a task's next step at `at`.
