@@ -5,10 +5,10 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
-    Bio, BlockOut, BlockQueue, Ctx, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
+    Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
 };
 use iostack_core::{BioOwner, DevT, EndIo, ReqFlags, TaskId, TraceSink, Tracer, Tunables};
 use iostack_des::{Duration, EventQueue, Instant, Rng, Seed};
@@ -167,6 +167,7 @@ pub struct Simulation {
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
     pub(crate) lazy: LazyInit,
+    pub(crate) kblockd: KBlockd,
 }
 
 /// Every tunable table of the stack.
@@ -269,10 +270,6 @@ impl Simulation {
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
-        queue.set_kblockd(Ctx {
-            pid: KBLOCKD_PID,
-            cpu: m.irq_cpu,
-        });
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
@@ -308,6 +305,7 @@ impl Simulation {
             observer: None,
             vm,
             lazy: LazyInit::new(),
+            kblockd: KBlockd::default(),
             cfg,
         };
         sim.setup_procs()?;
@@ -320,6 +318,11 @@ impl Simulation {
         sim.lazy.task = sim
             .tasks
             .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
+        let kblockd = sim
+            .tasks
+            .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
+        let ctx = sim.tasks.get(kblockd).ctx();
+        sim.queue.set_kblockd(ctx);
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -616,8 +619,10 @@ impl Simulation {
 
     fn drain_block_out(&mut self, now: Instant) {
         for i in 0..self.out.events.len() {
-            let (at, ev) = self.out.events[i];
-            self.evq.schedule(at, Ev::Queue(ev));
+            match self.out.events[i] {
+                (at, QueueEvent::Work(w)) => self.queue_work(at, w),
+                (at, ev) => self.evq.schedule(at, Ev::Queue(ev)),
+            }
         }
         self.out.events.clear();
         for i in 0..self.out.woken.len() {
@@ -1047,6 +1052,7 @@ impl Simulation {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
+            TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
         }
         self.sched_out(task, now);
     }
