@@ -39,7 +39,8 @@ impl Simulation {
                 }
                 let done_at = now + Duration(cost);
                 self.charge_sys(TaskId(pi), Duration(cost));
-                self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
+                self.evq
+                    .schedule(done_at, crate::world::Ev::BufDone(TaskId(pi)));
                 return;
             }
             let req = op.last.min(eof) - idx;
@@ -84,8 +85,7 @@ impl Simulation {
             if !m.uptodate.get(idx) {
                 // lock_page_killable → sync_page → unplug, then sleep on the page.
                 let task = TaskId(pi);
-                let ctx = self.tasks.get(task).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(task, now);
                 self.vm.page_waiters.push((task, map, idx));
                 self.charge_sys(task, Duration(cost));
                 // The copies made so far take their CPU time before the sleep
@@ -106,8 +106,7 @@ impl Simulation {
             p.ra.prev_pos = Some((end - 1) * iostack_mm::PAGE_SIZE);
             if p.unplug_after {
                 p.unplug_after = false;
-                let ctx = self.tasks.get(TaskId(pi)).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(TaskId(pi), now);
             }
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
@@ -300,7 +299,8 @@ impl Simulation {
         }
         let op = self.procs[pi as usize].buf.expect("buffered op");
         if op.pos >= op.last {
-            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            self.evq
+                .schedule(now, crate::world::Ev::BufDone(TaskId(pi)));
             return;
         }
         let ratelimit = self.vm.ratelimit();
@@ -312,7 +312,8 @@ impl Simulation {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
-            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            self.evq
+                .schedule(now, crate::world::Ev::BufDone(TaskId(pi)));
             return;
         }
         let m = &mut self.vm.maps[op.map as usize];

@@ -116,8 +116,7 @@ impl Simulation {
             WbStep::Finished => {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
-                let ctx = self.tasks.get(TaskId(pi)).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(TaskId(pi), now);
                 if self.vm.fdatawait(TaskId(pi), map) {
                     self.tasks.block(TaskId(pi), Blocked::OnPage);
                     self.procs[pi as usize].fsync_waiting = true;
@@ -135,7 +134,7 @@ impl Simulation {
     /// `Vm::kick_background`), and wake it.
     pub(crate) fn kick_background(&mut self, now: Instant) {
         if self.vm.kick_background() {
-            self.schedule_task(self.vm.flusher, now);
+            self.schedule_task(self.flusher(), now);
         }
     }
 
@@ -146,7 +145,7 @@ impl Simulation {
             return;
         }
         if self.vm.kupdate_timer(now) {
-            self.schedule_task(self.vm.flusher, now);
+            self.schedule_task(self.flusher(), now);
         }
         if self.any_proc_alive() {
             self.evq
@@ -157,7 +156,7 @@ impl Simulation {
     /// One step of the flusher thread: a step of its pass, or what follows a
     /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
     pub(crate) fn flusher_step(&mut self, now: Instant) {
-        let flusher = self.vm.flusher;
+        let flusher = self.flusher();
         match self.vm.flusher_run(now) {
             FlusherRun::Idle => return,
             FlusherRun::NewPass => {
@@ -198,6 +197,7 @@ impl Simulation {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
             },
+            k @ TaskKind::KernelThread(KThread::KBlockd) => panic!("{k:?} runs no writeback"),
             TaskKind::Process(i) => {
                 let p = &mut self.procs[i as usize];
                 if let Some(j) = p.fsync.as_mut() {
@@ -220,8 +220,7 @@ impl Simulation {
         match self.wb_job_step(task, now) {
             JobStep::PassDone => {
                 // The pass is over: kick the queue so plugged I/O goes out.
-                let ctx = self.tasks.get(task).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(task, now);
                 WbStep::Finished
             }
             JobStep::LockWait => {
@@ -243,7 +242,7 @@ impl Simulation {
     fn wb_job_step(&mut self, task: TaskId, now: Instant) -> JobStep {
         let caller = WcpCaller {
             task,
-            is_flusher: task == self.vm.flusher,
+            is_flusher: task == self.flusher(),
             congested: self.queue.congested(false),
         };
         let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
