@@ -71,7 +71,11 @@ impl Wbc {
     }
 }
 
-/// One `write_cache_pages` call on one mapping, resumable between pagevecs.
+/// One `write_cache_pages` call on one mapping, resumable between pagevecs
+/// (`Vm::wcp_step`). `bio`, `ext`, `io_done`, `extent_tail`, `mpd_written`,
+/// `da_start`, `da_written`, `cluster` and `skipped` are the file system's
+/// `data` (`struct mpage_data`, `struct mpage_da_data`, XFS's cluster), kept
+/// here for it and used only by its `Writepages`.
 #[derive(Clone, Debug)]
 pub struct Wcp {
     pub map: u32,
