@@ -527,3 +527,59 @@ fn bad_configurations_and_handles_are_refused() {
     j.dirty_metadata(h, 1).unwrap();
     assert!(j.dirty_metadata(h, 2).is_err(), "over the handle's credits");
 }
+
+/// Revoke records (`journal_write_revoke_records`) go to the log before the
+/// descriptor: one revoke block holds (4096 - 16) / 4 records.
+#[test]
+fn revoke_records_precede_the_descriptor() {
+    let mut j = journal(Flavour::Jbd, Profile::V2_6_33, |_| {});
+    let h = start(&mut j, t(0), 1, 4);
+    j.dirty_metadata(h, 9).unwrap();
+    for b in 0..1021 {
+        j.revoke(h, 50_000 + b);
+    }
+    j.set_sync(h);
+    j.stop(t(0), h);
+    let logs: Vec<Vec<LogWrite>> = run_commit(&mut j, t(1))
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::WriteLog { blocks, .. } => Some(blocks),
+            _ => None,
+        })
+        .collect();
+    let revoke = |b| LogWrite {
+        block: AREA + b,
+        kind: LogBlock::Revoke,
+    };
+    assert_eq!(logs[0], [revoke(1), revoke(2)]);
+    assert_eq!(logs[1], log(&[(3, None), (4, Some(9))]));
+}
+
+/// `journal_trans_will_send_data_barrier` and `journal_start_commit`, as
+/// ext3's fsync and sync use them.
+#[test]
+fn will_send_data_barrier_follows_the_commit_record() {
+    let mut j = journal(Flavour::Jbd, Profile::V2_6_33, |c| c.barrier = true);
+    let h = start(&mut j, t(0), 1, 4);
+    j.dirty_metadata(h, 9).unwrap();
+    j.stop(t(0), h);
+    assert!(j.trans_will_send_data_barrier(1));
+    let (tid, acts) = j.start_commit();
+    assert_eq!((tid, acts), (Some(1), vec![Action::WakeCommitThread]));
+    // Up to the commit block's wait: the barrier is on its way.
+    let mut acts = j.kjournald(t(1));
+    while !matches!(acts.last(), Some(Action::WaitCommitBlock { .. })) {
+        assert!(j.trans_will_send_data_barrier(1));
+        acts = j.kjournald(t(1));
+    }
+    assert!(!j.trans_will_send_data_barrier(1));
+    assert_eq!(j.start_commit().0, Some(1), "the committing transaction");
+    run_commit(&mut j, t(2));
+    assert!(!j.trans_will_send_data_barrier(1));
+    assert_eq!(j.start_commit().0, None);
+    let off = journal(Flavour::Jbd, Profile::V2_6_33, |_| {});
+    assert!(
+        !off.trans_will_send_data_barrier(1),
+        "ext3 2.6.33: barrier=0"
+    );
+}

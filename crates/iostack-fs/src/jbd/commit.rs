@@ -54,6 +54,8 @@ pub(super) struct CommitRun {
     log_in_flight: bool,
     /// jbd2: ordered inodes were submitted.
     inodes: bool,
+    /// The commit block was submitted (`T_COMMIT_RECORD` in jbd).
+    commit_block: bool,
 }
 
 impl CommitRun {
@@ -62,6 +64,9 @@ impl CommitRun {
     }
     pub fn logged(&self, block: u64) -> bool {
         self.logged.contains(&block)
+    }
+    pub fn commit_block_sent(&self) -> bool {
+        self.commit_block
     }
 }
 
@@ -111,6 +116,7 @@ impl Journal {
             logged: BTreeSet::new(),
             log_in_flight: false,
             inodes: false,
+            commit_block: false,
         });
     }
 
@@ -300,6 +306,7 @@ impl Journal {
     }
 
     fn commit_block_action(&mut self, tid: Tid, barrier: bool) -> Action {
+        self.commit.as_mut().expect("commit").commit_block = true;
         let mut flags = self.ops.commit_block;
         if barrier {
             flags = flags | self.ops.barrier;

@@ -385,15 +385,43 @@ impl Journal {
         !tid_gt(tid, self.commit_sequence)
     }
 
-    /// `__log_start_commit(journal, tid)`: request a commit of `tid` unless
-    /// one was already requested; wake the commit thread. Returns whether a
-    /// commit was started (ext4_sync_file's test).
+    /// `__log_start_commit(journal, tid)` as in 2.6.3x: request a commit of
+    /// `tid` unless one as recent was already requested (`tid_geq`); wake the
+    /// commit thread. Returns whether a commit was started (ext4_sync_file's
+    /// test: when it was not, 2.6.3x ext4 only issues a flush).
     pub fn log_start_commit(&mut self, tid: Tid) -> (bool, Vec<Action>) {
         if !tid_geq(self.commit_request, tid) {
             self.commit_request = tid;
             (true, vec![Action::WakeCommitThread])
         } else {
             (false, Vec::new())
+        }
+    }
+
+    /// `journal_start_commit` (`ext3_sync_fs`, `ext4_sync_fs`): request a
+    /// commit of the running transaction, or name the committing one; the tid
+    /// to wait for, if any.
+    pub fn start_commit(&mut self) -> (Option<Tid>, Vec<Action>) {
+        if let Some(tid) = self.running_tid() {
+            let (_, actions) = self.log_start_commit(tid);
+            (Some(tid), actions)
+        } else {
+            (self.committing_tid(), Vec::new())
+        }
+    }
+
+    /// `journal_trans_will_send_data_barrier` (`ext3_sync_file`, 2.6.32+):
+    /// whether the commit of `tid` will still send a barrier (or flush) that
+    /// covers data written before it. No when barriers are off, when `tid` has
+    /// committed, or when its commit block has been sent (`T_COMMIT_RECORD`);
+    /// then fsync issues its own `blkdev_issue_flush`.
+    pub fn trans_will_send_data_barrier(&self, tid: Tid) -> bool {
+        if !self.cfg.barrier || tid_geq(self.commit_sequence, tid) {
+            return false;
+        }
+        match (&self.committing, &self.commit) {
+            (Some(t), Some(c)) if t.tid == tid => !c.commit_block_sent(),
+            _ => true,
         }
     }
 
