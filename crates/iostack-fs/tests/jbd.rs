@@ -583,3 +583,29 @@ fn will_send_data_barrier_follows_the_commit_record() {
         "ext3 2.6.33: barrier=0"
     );
 }
+
+/// jbd (ext3) batches too, but `journal_stop` caps the sleep at one jiffy.
+#[test]
+fn jbd_batching_sleep_is_capped_at_one_jiffy() {
+    let mut j = journal(Flavour::Jbd, Profile::V2_6_33, |c| {
+        c.jiffy = Duration::ms(4)
+    });
+    small_write(&mut j, t(0), 1, true);
+    let mut now = t(0);
+    while !j.committed(1) {
+        now = Instant(now.0 + 3_000_000);
+        j.kjournald(now);
+    }
+    // The first commit took 9 ms; another process's sync handle sleeps 4.
+    let h = start(&mut j, t(20), 2, 4);
+    j.dirty_metadata(h, 1001).unwrap();
+    j.set_sync(h);
+    assert_eq!(j.stop(t(20), h), Stop::BatchSleep { until: t(24) });
+    assert!(matches!(
+        j.stop(t(24), h),
+        Stop::Done {
+            wait_commit: Some(2),
+            ..
+        }
+    ));
+}
