@@ -20,6 +20,24 @@
 //!   `cleanup_journal_tail`.
 //! * `ops.rs`: the request flags each kernel's journal code passes.
 //!
+//! How a caller drives it (the simulation glue):
+//! * A file-system operation: [`Journal::start`] with its credits (on
+//!   [`Start::Wait`] carry out the actions, sleep per [`Until`], retry), then
+//!   [`Journal::dirty_metadata`] for each metadata block it changes and
+//!   [`Journal::dirty_data`] for data blocks, [`Journal::set_sync`] for
+//!   `O_SYNC`/`IS_SYNC`, then [`Journal::stop`] (sleep on
+//!   [`Stop::BatchSleep`] and call again; on `wait_commit` sleep until
+//!   [`Journal::committed`]).
+//! * fsync: the tid of the inode's last handle, then
+//!   [`Journal::log_start_commit`] / [`Journal::committed`], with
+//!   [`Journal::trans_will_send_data_barrier`] deciding ext3's extra flush;
+//!   sync: [`Journal::start_commit`].
+//! * The commit thread is a task: on [`Action::WakeCommitThread`] and when a
+//!   `Wait*` action it returned is satisfied, call [`Journal::kjournald`];
+//!   [`Action::ArmCommitTimer`] asks for [`Journal::commit_timer`] at that
+//!   time. Writeback of the block device reports home blocks written in place
+//!   with [`Journal::metadata_written`].
+//!
 //! Not modelled: nested handles (`current->journal_info`: the caller starts one
 //! handle per operation), `journal_extend`/`journal_restart`, the undo copies of
 //! bitmap buffers (`b_committed_data`: they change no I/O), journal aborts and
