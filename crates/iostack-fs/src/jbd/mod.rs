@@ -449,6 +449,11 @@ impl Journal {
         vec![Action::WakeCommitThread]
     }
 
+    /// Handles started, and handles whose transaction has committed.
+    pub fn handle_counts(&self) -> (u64, u64) {
+        (self.handles_started, self.handles_committed)
+    }
+
     /// Log-area state: (head, tail, free) as journal block numbers.
     pub fn log_state(&self) -> (u64, u64, u64) {
         self.log.state()
