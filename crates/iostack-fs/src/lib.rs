@@ -19,6 +19,7 @@ pub mod mballoc;
 pub mod mount;
 mod rawdev;
 pub mod writepage;
+pub mod writepages;
 pub mod xfs;
 
 pub use extent_fs::{ExtentFs, FileExtent};

@@ -4,7 +4,7 @@
 //! `b_more_io`) with their `I_SYNC` holders, the flusher thread's state, and the
 //! tasks waiting on pages, on writeback or in `congestion_wait`.
 
-use crate::wbc::FlusherState;
+use crate::wbc::{FlusherState, WbAction};
 use crate::writeback::DirtyLimits;
 use crate::AddressSpace;
 use iostack_core::{Slab, TaskId};
@@ -108,6 +108,11 @@ pub struct Vm {
     pub lock_waiters: Vec<(TaskId, u32, u64)>,
     /// How many times a writeback caller waited for such a page.
     pub lock_waits: u64,
+    /// The open extents of writeback callers, whose pages they hold locked:
+    /// (task, map, first page, next page).
+    pub wb_extents: Vec<(TaskId, u32, u64, u64)>,
+    /// What the last writeback step asks the simulation to carry out.
+    pub wb_out: Vec<WbAction>,
     /// Pages sent to the disk by writeback, by who sent them.
     pub wb_pages: WbPages,
 }
@@ -137,6 +142,8 @@ impl Vm {
             ext4_redirtied: 0,
             lock_waiters: Vec::new(),
             lock_waits: 0,
+            wb_extents: Vec::new(),
+            wb_out: Vec::new(),
             wb_pages: WbPages::default(),
         };
         // Mapping 0 is the block device's inode.

@@ -18,7 +18,7 @@ pub mod stats;
 mod task;
 pub mod workload;
 mod world;
-mod writepage;
+mod writeback;
 
 pub use error::SimError;
 pub use machine::{MachineError, MachineErrorKind};
