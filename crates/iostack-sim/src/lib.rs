@@ -14,6 +14,7 @@ pub mod machine;
 mod runend;
 pub mod stats;
 mod task;
+pub mod tools;
 pub mod workload;
 mod world;
 mod writepage;

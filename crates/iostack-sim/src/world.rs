@@ -655,6 +655,11 @@ impl Simulation {
                 continue;
             }
             let wall = self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j));
+            // Latest first: the most recent of the range is the likeliest not done.
+            let wall = wall
+                || self.procs[i].spec.after.is_some_and(|(a, b)| {
+                    (a as usize..b as usize).rev().any(|j| !done(&self.tasks, j))
+                });
             if wall {
                 continue;
             }

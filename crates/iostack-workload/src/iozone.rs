@@ -101,6 +101,9 @@ pub struct IozoneSpec {
     pub excel: bool,
     /// `-O`: operations per second instead of KiB/s.
     pub ops: bool,
+    /// The options in the order given, with their value (KiB for sizes and
+    /// records, 0 for flags): iozone prints a line for each as it reads it.
+    pub seen: Vec<(char, u64)>,
 }
 
 /// Options iozone has that iostack does not simulate, with the reason.
@@ -210,6 +213,7 @@ fn flag(s: &mut IozoneSpec, c: char) -> Result<(), IozoneError> {
         'z' => s.no_crossover = true,
         _ => return Err(refused(c)),
     }
+    s.seen.push((c, 0));
     Ok(())
 }
 
@@ -252,12 +256,24 @@ fn files(
 fn with_arg(s: &mut IozoneSpec, c: char, v: &str) -> Result<(), IozoneError> {
     let opt = format!("-{c}");
     match c {
-        's' => s.sizes_kb.push(size_kb(&opt, v)?),
-        'r' => s.reclens.push(rec_bytes(&opt, v)?),
-        'n' => s.min_kb = Some(size_kb(&opt, v)?),
-        'g' => s.max_kb = Some(size_kb(&opt, v)?),
-        'y' => s.min_rec = Some(rec_bytes(&opt, v)?),
-        'q' => s.max_rec = Some(rec_bytes(&opt, v)?),
+        's' | 'n' | 'g' => {
+            let kb = size_kb(&opt, v)?;
+            match c {
+                's' => s.sizes_kb.push(kb),
+                'n' => s.min_kb = Some(kb),
+                _ => s.max_kb = Some(kb),
+            }
+            s.seen.push((c, kb));
+        }
+        'r' | 'y' | 'q' => {
+            let b = rec_bytes(&opt, v)?;
+            match c {
+                'r' => s.reclens.push(b),
+                'y' => s.min_rec = Some(b),
+                _ => s.max_rec = Some(b),
+            }
+            s.seen.push((c, b / 1024));
+        }
         'f' => {
             if !s.files.is_empty() {
                 let m = "invalid options: -f and -F are mutually exclusive".to_string();
