@@ -83,8 +83,12 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     match cmd.as_str() {
         "run" => run_fio(&args::parse(rest, COMMON).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
-        "iozone" => crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?),
-        "fs_mark" => crate::tools::run_fs_mark(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?),
+        "iozone" => {
+            crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
+        "fs_mark" => {
+            crate::tools::run_fs_mark(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {

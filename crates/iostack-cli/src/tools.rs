@@ -22,11 +22,7 @@ pub const TOOL_FLAGS: &[&str] = &[
 const EPOCH_CTIME: &str = "Thu Jan  1 00:00:00 1970";
 
 /// Run one simulation; traces attached only when asked (and only for one run).
-fn simulate(
-    p: &Parsed,
-    procs: Vec<ProcSpec>,
-    traces: bool,
-) -> Result<(RunResult, String)> {
+fn simulate(p: &Parsed, procs: Vec<ProcSpec>, traces: bool) -> Result<(RunResult, String)> {
     let m = machine_of(p, "sata-2010")?;
     let cfg = config_of(p, procs, m)?;
     let (seed, hash, disk) = (cfg.seed, config_hash(&cfg), cfg.machine.disk);

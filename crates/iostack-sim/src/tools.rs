@@ -336,12 +336,7 @@ pub fn fs_mark_run(s: &FsMarkSpec, m: &Machine) -> Result<FsMarkRun, SimError> {
 }
 
 /// -S 3 / -S 5: reopen and fsync each file after the loop, reverse or in order.
-fn post_fsyncs(
-    s: &FsMarkSpec,
-    run: &mut FsMarkRun,
-    paths: &[crate::workload::Target],
-    pid: u32,
-) {
+fn post_fsyncs(s: &FsMarkSpec, run: &mut FsMarkRun, paths: &[crate::workload::Target], pid: u32) {
     if !matches!(s.sync, 3 | 5) {
         return;
     }

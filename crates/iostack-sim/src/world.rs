@@ -658,7 +658,9 @@ impl Simulation {
             // Latest first: the most recent of the range is the likeliest not done.
             let wall = wall
                 || self.procs[i].spec.after.is_some_and(|(a, b)| {
-                    (a as usize..b as usize).rev().any(|j| !done(&self.tasks, j))
+                    (a as usize..b as usize)
+                        .rev()
+                        .any(|j| !done(&self.tasks, j))
                 });
             if wall {
                 continue;

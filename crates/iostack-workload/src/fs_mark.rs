@@ -209,7 +209,12 @@ fn number(opt: &str, v: &str) -> Result<u64, FsMarkError> {
     v.parse::<u64>()
         .ok()
         .filter(|n| *n <= i32::MAX as u64)
-        .ok_or_else(|| err(opt, format!("{opt} {v}: number too large (at most {})", i32::MAX)))
+        .ok_or_else(|| {
+            err(
+                opt,
+                format!("{opt} {v}: number too large (at most {})", i32::MAX),
+            )
+        })
 }
 
 fn with_arg(s: &mut FsMarkSpec, c: char, v: &str) -> Result<(), FsMarkError> {
@@ -232,7 +237,10 @@ fn with_arg(s: &mut FsMarkSpec, c: char, v: &str) -> Result<(), FsMarkError> {
         'D' => {
             s.subdirs = n()?;
             if s.subdirs < 2 {
-                return Err(err(&opt, "Number of subdirs needs to be greater than 1".into()));
+                return Err(err(
+                    &opt,
+                    "Number of subdirs needs to be greater than 1".into(),
+                ));
             }
             if s.policy == DirPolicy::None {
                 s.policy = DirPolicy::TimeHash;
@@ -252,7 +260,10 @@ fn with_arg(s: &mut FsMarkSpec, c: char, v: &str) -> Result<(), FsMarkError> {
         'p' => {
             s.name_len = n()?;
             if s.name_len > FSMARK_NAME_SIZE {
-                return Err(err(&opt, format!("Max filename size is {FSMARK_NAME_SIZE}")));
+                return Err(err(
+                    &opt,
+                    format!("Max filename size is {FSMARK_NAME_SIZE}"),
+                ));
             }
         }
         's' => s.size = n()?,
@@ -260,7 +271,10 @@ fn with_arg(s: &mut FsMarkSpec, c: char, v: &str) -> Result<(), FsMarkError> {
         'S' => {
             let m = n()?;
             if m > 6 {
-                return Err(err(&opt, format!("-S {v}: sync method must be 0..6\n{}", usage())));
+                return Err(err(
+                    &opt,
+                    format!("-S {v}: sync method must be 0..6\n{}", usage()),
+                ));
             }
             s.sync = m as u8;
         }
@@ -301,7 +315,10 @@ fn finish(s: &mut FsMarkSpec, threads: Option<u64>) -> Result<(), FsMarkError> {
         return Err(err("-r", m));
     }
     if s.io_size == 0 {
-        return Err(err("-w", "-w 0: a write of 0 bytes never ends the file".into()));
+        return Err(err(
+            "-w",
+            "-w 0: a write of 0 bytes never ends the file".into(),
+        ));
     }
     let ndirs = s.dirs.len() as u64;
     let t = threads.unwrap_or(1);
@@ -342,7 +359,10 @@ mod tests {
         assert_eq!(s.subdirs, 100);
         assert_eq!(s.policy, DirPolicy::RoundRobin(1000));
         assert_eq!(s.dirs, vec!["/mnt/test/fs_mark"]);
-        assert_eq!((s.size, s.io_size, s.threads, s.files), (65536, 4096, 1, 1000));
+        assert_eq!(
+            (s.size, s.io_size, s.threads, s.files),
+            (65536, 4096, 1, 1000)
+        );
         assert!(!s.keep);
     }
 

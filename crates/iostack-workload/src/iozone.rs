@@ -112,19 +112,40 @@ const REFUSED: &[(char, &str)] = &[
     ('B', "mmap files are not simulated (no page-fault model)"),
     ('D', "msync on mmap files is not simulated (no mmap model)"),
     ('G', "msync on mmap files is not simulated (no mmap model)"),
-    ('H', "POSIX async I/O is not simulated by the iozone front end"),
-    ('k', "POSIX async I/O is not simulated by the iozone front end"),
+    (
+        'H',
+        "POSIX async I/O is not simulated by the iozone front end",
+    ),
+    (
+        'k',
+        "POSIX async I/O is not simulated by the iozone front end",
+    ),
     ('K', "the disrupted read pattern is not simulated"),
     ('M', "uname output is not simulated"),
-    ('p', "purging the processor cache is not simulated (no CPU cache model)"),
+    (
+        'p',
+        "purging the processor cache is not simulated (no CPU cache model)",
+    ),
     ('Q', "offset/latency files are not produced"),
     ('U', "unmounting and remounting is not simulated"),
-    ('V', "data verification is not simulated (no data is stored)"),
+    (
+        'V',
+        "data verification is not simulated (no data is stored)",
+    ),
     ('W', "file locking is not simulated"),
-    ('Z', "mixing mmap and file I/O is not simulated (no mmap model)"),
-    ('x', "throughput mode is not simulated, so its stonewall has no effect"),
+    (
+        'Z',
+        "mixing mmap and file I/O is not simulated (no mmap model)",
+    ),
+    (
+        'x',
+        "throughput mode is not simulated, so its stonewall has no effect",
+    ),
     ('C', "throughput mode is not simulated"),
-    ('N', "microseconds per operation output is not produced; use -O"),
+    (
+        'N',
+        "microseconds per operation output is not produced; use -O",
+    ),
     ('b', "the binary Excel file is not written; use -R"),
     ('j', "the stride test (-i 5) is not simulated"),
     ('J', "compute delays between operations are not simulated"),
@@ -132,7 +153,10 @@ const REFUSED: &[(char, &str)] = &[
     ('Y', "telemetry files are not simulated"),
     ('l', "throughput mode is not simulated"),
     ('u', "throughput mode is not simulated"),
-    ('m', "multiple buffers are not simulated (no CPU cache model)"),
+    (
+        'm',
+        "multiple buffers are not simulated (no CPU cache model)",
+    ),
     ('P', "binding to processors is not simulated"),
     ('S', "the processor cache size is not simulated"),
     ('L', "the processor cache line size is not simulated"),
@@ -237,7 +261,10 @@ fn files(
         return Err(err("-F", m));
     }
     let Some(n) = s.threads else {
-        return Err(err("-F", "invalid options: must specify -t N before -F".into()));
+        return Err(err(
+            "-F",
+            "invalid options: must specify -t N before -F".into(),
+        ));
     };
     s.files.push(first);
     while (s.files.len() as u64) < n {
@@ -351,7 +378,10 @@ fn size_kb(opt: &str, v: &str) -> Result<u64, IozoneError> {
         .filter(|kb| *kb <= (i64::MAX as u64) >> 10)
         .ok_or_else(|| err(opt, format!("{opt} {v}: file size too large")))?;
     if kb == 0 {
-        return Err(err(opt, format!("{opt} {v}: the file size must be positive")));
+        return Err(err(
+            opt,
+            format!("{opt} {v}: the file size must be positive"),
+        ));
     }
     Ok(kb)
 }

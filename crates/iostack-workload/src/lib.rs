@@ -61,9 +61,7 @@ mod state;
 
 pub use dd::{parse_dd_args, parse_dd_command_line, DdConv, DdFlags, DdSpec, DdStatus};
 pub use error::{DdError, ErrorKind, FioError};
-pub use fs_mark::{
-    parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS,
-};
+pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS};
 pub use iozone::{parse_iozone_args, IozoneError, IozoneSpec, IOZONE_TESTS};
 pub use jobfile::{
     parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
