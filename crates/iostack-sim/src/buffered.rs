@@ -89,8 +89,7 @@ impl Simulation {
             if !m.uptodate.get(idx) {
                 // lock_page_killable → sync_page → unplug, then sleep on the page.
                 let task = TaskId(pi);
-                let ctx = self.tasks.get(task).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(task, now);
                 self.vm.page_waiters.push((task, map, idx));
                 self.charge_sys(task, Duration(cost));
                 // The copies made so far take their CPU time before the sleep
@@ -111,8 +110,7 @@ impl Simulation {
             p.ra.prev_pos = Some((end - 1) * iostack_mm::PAGE_SIZE);
             if p.unplug_after {
                 p.unplug_after = false;
-                let ctx = self.tasks.get(TaskId(pi)).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(TaskId(pi), now);
             }
             if cost >= 50_000 {
                 // Let time pass for the copying before looking at more pages.
@@ -441,8 +439,7 @@ impl Simulation {
             WbStep::Finished => {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
-                let ctx = self.tasks.get(TaskId(pi)).ctx();
-                self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                self.unplug(TaskId(pi), now);
                 // filemap_fdatawait: wait for the pages under writeback. A page
                 // another caller redirtied behind this pass is not waited for.
                 let m = &self.vm.maps[map as usize];
@@ -529,6 +526,7 @@ impl Simulation {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
             },
+            k @ TaskKind::KernelThread(KThread::KBlockd) => panic!("{k:?} runs no writeback"),
             TaskKind::Process(i) => {
                 let p = &mut self.procs[i as usize];
                 if let Some(j) = p.fsync.as_mut() {
@@ -553,8 +551,7 @@ impl Simulation {
                 Some(w) => self.job_of(task).cur = Some(w),
                 None => {
                     // The pass is over: kick the queue so plugged I/O goes out.
-                    let ctx = self.tasks.get(task).ctx();
-                    self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+                    self.unplug(task, now);
                     return WbStep::Finished;
                 }
             }

@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -63,6 +63,9 @@ pub struct SimConfig {
 }
 
 pub(crate) use crate::error::SimError;
+
+/// kblockd's pid, as the traces have always shown it.
+const KBLOCKD_PID: u32 = 40;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
@@ -164,6 +167,7 @@ pub struct Simulation {
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
     pub(crate) lazy: LazyInit,
+    pub(crate) kblockd: KBlockd,
 }
 
 /// Every tunable table of the stack.
@@ -263,15 +267,13 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        qcfg.kblockd_pid = 40;
-        qcfg.kblockd_cpu = m.irq_cpu;
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
-        tracer.process(qcfg.kblockd_pid, &format!("kblockd/{}", m.irq_cpu));
+        tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
         let vm_cfg = vm_config(m, t);
         let flusher_pid = 190;
         if vm_cfg.pdflush {
@@ -303,6 +305,7 @@ impl Simulation {
             observer: None,
             vm,
             lazy: LazyInit::new(),
+            kblockd: KBlockd::default(),
             cfg,
         };
         sim.setup_procs()?;
@@ -315,6 +318,11 @@ impl Simulation {
         sim.lazy.task = sim
             .tasks
             .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
+        let kblockd = sim
+            .tasks
+            .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
+        let ctx = sim.tasks.get(kblockd).ctx();
+        sim.queue.set_kblockd(ctx);
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -538,11 +546,17 @@ impl Simulation {
             }
             match s.event {
                 Ev::Task(t) => self.run_task(t, now),
-                Ev::IoDone(p, slot) => self.io_done(p, slot, now),
+                Ev::IoDone(p, slot) => {
+                    self.io_done(p, slot, now);
+                    self.sched_out(TaskId(p), now);
+                }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
-                Ev::BufDone(p) => self.buf_done(p, now),
+                Ev::BufDone(p) => {
+                    self.buf_done(p, now);
+                    self.sched_out(TaskId(p), now);
+                }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
             }
@@ -605,8 +619,10 @@ impl Simulation {
 
     fn drain_block_out(&mut self, now: Instant) {
         for i in 0..self.out.events.len() {
-            let (at, ev) = self.out.events[i];
-            self.evq.schedule(at, Ev::Queue(ev));
+            match self.out.events[i] {
+                (at, QueueEvent::Work(w)) => self.queue_work(at, w),
+                (at, ev) => self.evq.schedule(at, Ev::Queue(ev)),
+            }
         }
         self.out.events.clear();
         for i in 0..self.out.woken.len() {
@@ -776,9 +792,10 @@ impl Simulation {
 
     /// All bios of an I/O are queued: `blk_run_address_space` unplugs (U), then the
     /// task waits (sync) or goes on submitting (async).
+    /// In 2.6.39+ `do_blockdev_direct_IO` ends its plug here instead.
     fn finish_submission(&mut self, pi: u32, slot: u32, now: Instant) {
-        let ctx = self.tasks.get(TaskId(pi)).ctx();
-        self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+        self.unplug(TaskId(pi), now);
+        self.finish_plug(TaskId(pi), now);
         let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
@@ -952,6 +969,8 @@ impl Simulation {
             return;
         }
         p.submitting = Some((slot, 0));
+        // 2.6.39+: do_blockdev_direct_IO plugs around the submission.
+        self.start_plug(TaskId(pi));
         self.schedule_task(TaskId(pi), now + cost);
     }
 
@@ -1040,7 +1059,9 @@ impl Simulation {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
+            TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
         }
+        self.sched_out(task, now);
     }
 
     /// Run a task's next step at `at`.
