@@ -227,10 +227,9 @@ fn fs_mark_refusals_name_the_option() {
         let (ok, _, err) = iostack(&[&["fs_mark"][..], &v].concat());
         assert!(!ok, "{args}");
         assert!(
-            err.contains(&format!("fs_mark: ")) && err.contains(text),
+            err.contains("fs_mark: ") && err.contains(text) && err.contains(opt),
             "{args}: {err}"
         );
-        let _ = opt;
     }
 }
 

@@ -65,7 +65,8 @@ pub fn iozone_rows(s: &IozoneSpec, m: &Machine) -> Result<Vec<IozoneRow>, SimErr
     let mut rows = Vec::new();
     for (kb, reclen) in s.rows() {
         let bytes = kb * 1024;
-        crate::frontend::fits_on_disk(bytes, m).map_err(|e| ioz_err("-s", e))?;
+        crate::frontend::fits_on_disk(bytes, m)
+            .map_err(|e| ioz_err("-s", format!("-s {kb}: {e}")))?;
         if !s.direct && reclen % iostack_mm::PAGE_SIZE != 0 {
             let msg = format!(
                 "-r {}: iostack models buffered I/O in whole {}-byte pages",
@@ -74,7 +75,8 @@ pub fn iozone_rows(s: &IozoneSpec, m: &Machine) -> Result<Vec<IozoneRow>, SimErr
             );
             return Err(ioz_err("-r", msg));
         }
-        let target = target_of(&file, bytes, m).map_err(|e| ioz_err("-f", e))?;
+        let target =
+            target_of(&file, bytes, m).map_err(|e| ioz_err("-f", format!("-f {file}: {e}")))?;
         let base = ProcSpec {
             pid: Some(IOZONE_PID),
             bs: [reclen, reclen],
@@ -410,7 +412,8 @@ fn thread_files(
             Some(d) => format!("{dir}/{:02}/{name}", d),
             None => format!("{dir}/{name}"),
         };
-        let target = target_of(&path, s.size, m).map_err(|e| fsm_err("-d", e))?;
+        let target =
+            target_of(&path, s.size, m).map_err(|e| fsm_err("-d", format!("-d {dir}: {e}")))?;
         v.push(target);
     }
     Ok(v)
