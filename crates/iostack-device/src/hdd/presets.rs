@@ -203,7 +203,7 @@ pub fn presets() -> Vec<(&'static str, HddParams, &'static str)> {
             "seed 003's 2010 SATA disk: Seagate Barracuda 7200.12 1 TB, 7200 rpm, ~125 -> \
              62 MB/s, seek 8.5 ms read / 9.5 ms write (data sheet), 32 MB write-back cache \
              destaged by FLUSH CACHE EXT, no FUA (libata default), NCQ 31; other mechanics \
-             set B estimates",
+             devices-and-simulators.md §5.2 set B (estimates)",
         ),
         (
             "sata-2009-seed000",
