@@ -14,6 +14,7 @@ mod lazyinit;
 pub mod machine;
 mod plug;
 mod runend;
+mod startq;
 pub mod stats;
 mod task;
 pub mod tools;
