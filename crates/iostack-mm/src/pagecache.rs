@@ -93,8 +93,7 @@ pub struct Vm {
     /// Mappings under `I_SYNC`: they stay on `b_io` while written
     /// (`__sync_single_inode` moves them only when done), so other passes meet them.
     pub syncing: Vec<u32>,
-    /// The flusher thread, and what it is doing.
-    pub flusher: TaskId,
+    /// What the flusher thread is doing.
     pub flusher_state: FlusherState,
     /// Tasks in `congestion_wait`, with their timeout.
     pub congestion_waiters: Vec<(TaskId, Instant)>,
@@ -131,7 +130,6 @@ impl Vm {
             b_more_io: VecDeque::new(),
             i_sync: Vec::new(),
             syncing: Vec::new(),
-            flusher: TaskId(u32::MAX),
             flusher_state: FlusherState::Idle,
             congestion_waiters: Vec::new(),
             page_waiters: Vec::new(),

@@ -44,7 +44,8 @@ impl Simulation {
                 }
                 let done_at = now + Duration(cost);
                 self.charge_sys(TaskId(pi), Duration(cost));
-                self.evq.schedule(done_at, crate::world::Ev::BufDone(pi));
+                self.evq
+                    .schedule(done_at, crate::world::Ev::BufDone(TaskId(pi)));
                 return;
             }
             let req = op.last.min(eof) - idx;
@@ -303,7 +304,8 @@ impl Simulation {
         }
         let op = self.procs[pi as usize].buf.expect("buffered op");
         if op.pos >= op.last {
-            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            self.evq
+                .schedule(now, crate::world::Ev::BufDone(TaskId(pi)));
             return;
         }
         let ratelimit = self.vm.ratelimit();
@@ -315,7 +317,8 @@ impl Simulation {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
-            self.evq.schedule(now, crate::world::Ev::BufDone(pi));
+            self.evq
+                .schedule(now, crate::world::Ev::BufDone(TaskId(pi)));
             return;
         }
         let m = &mut self.vm.maps[op.map as usize];
@@ -461,7 +464,7 @@ impl Simulation {
     /// `Vm::kick_background`), and wake it.
     pub(crate) fn kick_background(&mut self, now: Instant) {
         if self.vm.kick_background() {
-            self.schedule_task(self.vm.flusher, now);
+            self.schedule_task(self.flusher(), now);
         }
     }
 
@@ -472,7 +475,7 @@ impl Simulation {
             return;
         }
         if self.vm.kupdate_timer(now) {
-            self.schedule_task(self.vm.flusher, now);
+            self.schedule_task(self.flusher(), now);
         }
         if self.any_proc_alive() {
             self.evq
@@ -483,7 +486,7 @@ impl Simulation {
     /// One step of the flusher thread: a step of its pass, or what follows a
     /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
     pub(crate) fn flusher_step(&mut self, now: Instant) {
-        let flusher = self.vm.flusher;
+        let flusher = self.flusher();
         match &self.vm.flusher_state {
             FlusherState::Idle => return,
             FlusherState::Waiting { kupdate, budget } => {
@@ -572,7 +575,7 @@ impl Simulation {
     /// Choose the next inode of a pass, and start `write_cache_pages` on it
     /// (mm's `Vm::next_inode`).
     fn wb_next_inode(&mut self, task: TaskId, _now: Instant) -> Option<Wcp> {
-        let is_flusher = task == self.vm.flusher;
+        let is_flusher = task == self.flusher();
         let congested = self.queue.congested(false);
         let idle = WbJob::new(Wbc::cyclic(0, false));
         let mut job = std::mem::replace(self.job_of(task), idle);
@@ -794,7 +797,7 @@ impl Simulation {
     /// End of one `write_cache_pages` call: flush what is open, move the cursor,
     /// release `I_SYNC` and requeue the inode.
     fn wcp_finish(&mut self, task: TaskId, mut w: Wcp, now: Instant) {
-        let is_flusher = task == self.vm.flusher;
+        let is_flusher = task == self.flusher();
         let map = w.map;
         let kind = if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) {
             WritepageKind::PerBuffer

@@ -183,8 +183,6 @@ pub(crate) struct LazyInit {
     pub off: u64,
     pub dirtied_since: u64,
     pub throttle: Option<Throttle>,
-    /// The `ext4lazyinit` task.
-    pub task: TaskId,
 }
 
 impl LazyInit {
@@ -195,7 +193,6 @@ impl LazyInit {
             off: 0,
             dirtied_since: 0,
             throttle: None,
-            task: TaskId(u32::MAX),
         }
     }
 }

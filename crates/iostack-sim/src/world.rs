@@ -71,10 +71,12 @@ const KBLOCKD_PID: u32 = 40;
 pub(crate) enum Ev {
     /// A task (process or kernel thread) takes its next step.
     Task(TaskId),
-    /// A process notices a completed I/O (after its wake-up latency).
-    IoDone(u32, u32),
-    /// A buffered read or write system call returns.
-    BufDone(u32),
+    /// The owner of a direct I/O whose bios all completed notices it (after
+    /// its wake-up latency): `dio_bio_end_io` woke it, or aio completed the
+    /// iocb.
+    IoDone(BioOwner),
+    /// A process's buffered read or write system call returns.
+    BufDone(TaskId),
     Queue(QueueEvent),
     /// The periodic writeback wakeup (`dirty_writeback_centisecs`).
     WritebackTimer,
@@ -314,11 +316,9 @@ impl Simulation {
         // The kernel threads, after the processes (process i is task i).
         let irq_cpu = sim.cfg.machine.irq_cpu;
         let kthread = TaskKind::KernelThread;
-        sim.vm.flusher = sim
-            .tasks
+        sim.tasks
             .add(kthread(KThread::Flusher), flusher_pid, irq_cpu, (2, 4));
-        sim.lazy.task = sim
-            .tasks
+        sim.tasks
             .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
         let kblockd = sim
             .tasks
@@ -548,16 +548,16 @@ impl Simulation {
             }
             match s.event {
                 Ev::Task(t) => self.run_task(t, now),
-                Ev::IoDone(p, slot) => {
-                    self.io_done(p, slot, now);
-                    self.sched_out(TaskId(p), now);
+                Ev::IoDone(owner) => {
+                    self.io_done(owner, now);
+                    self.sched_out(owner.task, now);
                 }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
-                Ev::BufDone(p) => {
-                    self.buf_done(p, now);
-                    self.sched_out(TaskId(p), now);
+                Ev::BufDone(task) => {
+                    self.buf_done(task, now);
+                    self.sched_out(task, now);
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
@@ -649,7 +649,7 @@ impl Simulation {
                 }
                 EndIo::DirectIo { slot } => slot,
             };
-            let p = c.owner.task.0;
+            let p = self.proc_of(c.owner.task);
             let s = &mut self.procs[p as usize].slots[slot as usize];
             assert!(
                 s.active && s.bios_left > 0,
@@ -659,7 +659,7 @@ impl Simulation {
             if s.bios_left == 0 {
                 // dio_bio_end_io wakes the submitter (or aio completes the iocb).
                 let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-                self.evq.schedule(at, Ev::IoDone(p, slot));
+                self.evq.schedule(at, Ev::IoDone(c.owner));
             }
         }
         self.out.completed.clear();
@@ -982,7 +982,11 @@ impl Simulation {
             // Entirely a hole or past EOF: no I/O, completes at once. A sync
             // caller waits for it like for any I/O (io_done wakes it); an async
             // one goes on to its next I/O.
-            self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
+            let owner = BioOwner {
+                task: TaskId(pi),
+                end_io: EndIo::DirectIo { slot },
+            };
+            self.evq.schedule(now + cost, Ev::IoDone(owner));
             match p.spec.engine {
                 Engine::Sync => self.tasks.block(TaskId(pi), Blocked::OnIo),
                 Engine::Async => self.schedule_task(TaskId(pi), now + cost),
@@ -995,7 +999,11 @@ impl Simulation {
         self.schedule_task(TaskId(pi), now + cost);
     }
 
-    fn io_done(&mut self, pi: u32, slot: u32, now: Instant) {
+    fn io_done(&mut self, owner: BioOwner, now: Instant) {
+        let EndIo::DirectIo { slot } = owner.end_io else {
+            panic!("a page-cache bio's completion is not a direct I/O's");
+        };
+        let pi = self.proc_of(owner.task);
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
         assert!(s.active && s.bios_left == 0);
@@ -1031,7 +1039,8 @@ impl Simulation {
     }
 
     /// A buffered `read()` or `write()` returns.
-    fn buf_done(&mut self, pi: u32, now: Instant) {
+    fn buf_done(&mut self, task: TaskId, now: Instant) {
+        let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
         let page = iostack_mm::PAGE_SIZE;
@@ -1102,6 +1111,20 @@ impl Simulation {
         let at = now + Duration(self.cfg.machine.cpu_wake_ns);
         let at = at.max(self.tasks.get(task).cpu_until);
         self.schedule_task(task, at);
+    }
+
+    /// The process (job index) a task is: direct I/O and buffered system calls
+    /// are processes' own.
+    pub(crate) fn proc_of(&self, task: TaskId) -> u32 {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => i,
+            k => panic!("{k:?} is not a process"),
+        }
+    }
+
+    /// The flusher thread's task (pdflush or `flush-MAJ:MIN`).
+    pub(crate) fn flusher(&self) -> TaskId {
+        self.tasks.kthread(KThread::Flusher)
     }
 
     /// Account CPU time a task spends in the kernel (fio's `sys`). Kernel

@@ -48,12 +48,12 @@ impl Simulation {
         };
         if let FlusherState::Running { job, .. } = &self.vm.flusher_state {
             if holds(&job.cur) {
-                return Some(self.vm.flusher);
+                return Some(self.flusher());
             }
         }
         if let Some(j) = self.lazy.throttle.as_ref().and_then(|t| t.job.as_ref()) {
             if holds(&j.cur) {
-                return Some(self.lazy.task);
+                return Some(self.tasks.kthread(crate::task::KThread::LazyInit));
             }
         }
         for (i, p) in self.procs.iter().enumerate() {
