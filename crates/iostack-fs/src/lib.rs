@@ -14,6 +14,7 @@ pub mod dio;
 pub mod ext2;
 pub mod ext4;
 pub mod extent_fs;
+pub mod jbd;
 pub mod mballoc;
 pub mod mount;
 mod rawdev;
