@@ -471,6 +471,110 @@ fn times_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> 
     Ok(())
 }
 
+/// The option-table entry of a job file's option (engine-private or core).
+fn def_of(e: &iostack_workload::OptionEntry) -> Option<&'static iostack_workload::OptDef> {
+    use iostack_workload::options::{find_engine_option, find_option};
+    match &e.engine {
+        Some(engine) => find_engine_option(engine, &e.name),
+        None => find_option(&e.name),
+    }
+}
+
+/// One option the simulation refuses, where it is set.
+struct Refusal {
+    file: String,
+    line: usize,
+    job: String,
+    /// Canonical option name.
+    option: &'static str,
+    /// `option 'rate=1m' is not modelled yet`.
+    message: String,
+}
+
+/// Every option of the job file that the table refuses and that is set to
+/// anything but its default ([`iostack_workload::options::Status`]), each once
+/// (a global option applies to many jobs).
+fn refused_options(jf: &iostack_workload::JobFile) -> Vec<Refusal> {
+    use iostack_workload::options::{is_default, status, Status};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for j in &jf.jobs {
+        let applied = j.global_options_applied.min(jf.global_options.len());
+        for e in jf.global_options[..applied].iter().chain(&j.options) {
+            let Some(def) = def_of(e) else { continue };
+            let (Status::Refused(reason), note) = status(def) else {
+                continue;
+            };
+            if is_default(def, e.expanded.as_deref()) || !seen.insert((e.file.clone(), e.line)) {
+                continue;
+            }
+            let note = if note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({note})")
+            };
+            let value = e.value.as_deref().map(|v| format!("={v}"));
+            out.push(Refusal {
+                file: e.file.display().to_string(),
+                line: e.line,
+                job: j.name.clone(),
+                option: def.name,
+                message: format!(
+                    "option '{}{}' is refused: {reason}{note}",
+                    e.written_name,
+                    value.unwrap_or_default()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Refuse a job file with options the simulation does not carry out, naming
+/// every one (not only the first): the error is at the first, its message lists
+/// the others on the lines below.
+fn check_refused(jf: &iostack_workload::JobFile) -> Result<(), SimError> {
+    let refused = refused_options(jf);
+    let Some(first) = refused.first() else {
+        return Ok(());
+    };
+    let mut message = first.message.clone();
+    for r in &refused[1..] {
+        message.push_str(&format!(
+            "\n{}:{}: job '{}': {}",
+            r.file, r.line, r.job, r.message
+        ));
+    }
+    Err(SimError::Job {
+        file: first.file.clone(),
+        line: Some(first.line),
+        job: first.job.clone(),
+        option: Some(first.option.to_string()),
+        message,
+    })
+}
+
+/// The parts of simulated options that are not simulated: several files, a
+/// directory list, a start-delay range.
+fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    if j.files.len() > 1 {
+        let msg = format!(
+            "{} files in one job: several files per job are not modelled yet",
+            j.files.len()
+        );
+        return Err(at.err(Some("filename"), msg));
+    }
+    if j.directory.as_deref().is_some_and(|d| d.contains(':')) {
+        let msg = "a ':'-separated directory list is not modelled yet".to_string();
+        return Err(at.err(Some("directory"), msg));
+    }
+    if j.startdelay_high_ns != j.startdelay_ns {
+        let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
+        return Err(at.err(Some("startdelay"), msg));
+    }
+    Ok(())
+}
+
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
@@ -483,10 +587,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
             .collect(),
     };
+    check_refused(jf)?;
     for j in &jf.jobs {
         let at = JobAt(j);
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
+        partial_refusals(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
                 "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";

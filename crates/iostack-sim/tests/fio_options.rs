@@ -1,0 +1,154 @@
+//! The fio option table's statuses as the simulator applies them: a refused option
+//! set to anything but its default stops the job file at the option's file and
+//! line, every one of them is reported in one run, and a default value (which
+//! changes nothing fio sends) is accepted.
+
+use iostack_sim::frontend::fio_procs_from_text;
+use iostack_sim::machine::{self, Machine};
+use iostack_sim::SimError;
+use iostack_workload::options::{all_options, status, Status};
+
+fn machine() -> Machine {
+    machine::preset(machine::MACHINES[0].0).unwrap()
+}
+
+fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
+    match fio_procs_from_text("job.fio", text, &machine()) {
+        Err(e @ SimError::Job { .. }) => {
+            let (_, line, option) = e.location();
+            (e.to_string(), line, option.map(str::to_string))
+        }
+        Err(e) => panic!("{text}: not a job refusal: {e}"),
+        Ok(_) => panic!("{text}: accepted"),
+    }
+}
+
+/// The options the issue lists as accepted-and-ignored: each is refused at its
+/// own line, with its name and reason.
+#[test]
+fn options_that_change_the_io_are_refused_at_their_line() {
+    let cases = [
+        "rate=1m",
+        "rate_iops=1000",
+        "thinktime=100",
+        "bsrange=4k-64k",
+        "bssplit=4k/50:64k/50",
+        "blockalign=8k",
+        "random_distribution=zipf:1.2",
+        "percentage_random=50",
+        "rw_sequencer=identical",
+        "number_ios=100",
+        "loops=3",
+        "nrfiles=4",
+        "filesize=1m",
+        "sync=1",
+        "fdatasync=4",
+        "ramp_time=2s",
+        "verify=md5",
+        "zonemode=strided",
+        "ioscheduler=deadline",
+        "write_bw_log=x",
+        "write_lat_log=x",
+        "write_iops_log=x",
+        "read_iolog=trace.log",
+        "exitall",
+    ];
+    for opt in cases {
+        let text = format!("[j]\nrw=randread\nsize=1m\n{opt}\n");
+        let (msg, line, option) = refuse(&text);
+        let name = opt.split('=').next().unwrap();
+        assert_eq!(line, Some(4), "{opt}: {msg}");
+        assert!(
+            msg.starts_with("job.fio:4: job 'j': option '"),
+            "{opt}: {msg}"
+        );
+        assert!(
+            msg.contains(name) && msg.contains("refused"),
+            "{opt}: {msg}"
+        );
+        let canonical = iostack_workload::options::find_option(name).unwrap().name;
+        assert_eq!(option.as_deref(), Some(canonical), "{opt}");
+    }
+}
+
+#[test]
+fn every_refused_option_is_reported_in_one_run() {
+    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nloops=2\n[b]\nsize=1m\nverify=md5\n";
+    let (msg, line, _) = refuse(text);
+    assert_eq!(line, Some(2), "{msg}");
+    for needle in [
+        "job.fio:2:",
+        "job.fio:5:",
+        "job.fio:8:",
+        "rate_iops",
+        "loops",
+        "verify",
+    ] {
+        assert!(msg.contains(needle), "{needle} missing from {msg}");
+    }
+    // The global option is reported once although it applies to both jobs.
+    assert_eq!(msg.matches("rate_iops").count(), 1, "{msg}");
+}
+
+#[test]
+fn default_values_of_refused_options_are_accepted() {
+    let text = "[j]\nsize=1m\nrate=0\nloops=1\nsync=0\nverify=0\nthinktime=0\nnrfiles=1\n";
+    fio_procs_from_text("job.fio", text, &machine()).unwrap();
+}
+
+#[test]
+fn partly_simulated_options_refuse_the_part_they_do_not_simulate() {
+    for (opt, name) in [
+        ("filename=a:b", "filename"),
+        ("startdelay=1-2", "startdelay"),
+        ("directory=/mnt/test:/mnt/test", "directory"),
+    ] {
+        let text = format!("[j]\nsize=1m\n{opt}\n");
+        let (msg, _, option) = refuse(&text);
+        assert_eq!(option.as_deref(), Some(name), "{opt}: {msg}");
+        assert!(msg.contains("not modelled yet"), "{opt}: {msg}");
+    }
+}
+
+/// Every refused core option is refused by the simulator when set to a value
+/// that is not its default (one value per option type).
+#[test]
+fn every_refused_core_option_stops_the_job() {
+    for d in all_options() {
+        let Status::Refused(reason) = status(d).0 else {
+            continue;
+        };
+        let Some(value) = non_default_value(d) else {
+            continue;
+        };
+        let text = format!("[j]\nsize=1m\n{}{value}\n", d.name);
+        match fio_procs_from_text("job.fio", &text, &machine()) {
+            Err(SimError::Job { message, line, .. }) => {
+                assert!(message.contains(reason), "{}: {message}", d.name);
+                assert_eq!(line, Some(3), "{}: {message}", d.name);
+            }
+            // Refused by the parser itself (value checks, deprecation).
+            Err(SimError::Fio(_)) => {}
+            Err(e) => panic!("{}: {e}", d.name),
+            Ok(_) => panic!("{}{value}: refused option accepted", d.name),
+        }
+    }
+}
+
+/// A value of the option's type that differs from its default, if one is easy
+/// to name; `None` for free strings whose valid values depend on the host.
+fn non_default_value(d: &iostack_workload::OptDef) -> Option<String> {
+    use iostack_workload::OptKind::*;
+    let changes = |v: &str| !iostack_workload::options::is_default(d, Some(v));
+    if let Some((v, _)) = d.values.iter().find(|(v, _)| changes(v)) {
+        return Some(format!("={v}"));
+    }
+    match d.kind {
+        Bool => Some(if d.default == Some("1") { "=0" } else { "=1" }.into()),
+        StrSet if d.default != Some("1") => Some(String::new()),
+        Int | Ull | StrVal | StrValTime | StrValZone => {
+            Some(if d.default == Some("2") { "=3" } else { "=2" }.into())
+        }
+        _ => None,
+    }
+}
