@@ -554,6 +554,58 @@ fn check_refused(jf: &iostack_workload::JobFile) -> Result<(), SimError> {
     })
 }
 
+/// fio's `number_ios`, for the jobs where it is simulated: with `time_based`,
+/// fio's `do_io` keeps going past `io_issue_bytes_exceeded`, which is not
+/// modelled yet.
+fn number_ios_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<u64, SimError> {
+    let n = j.number_ios;
+    if n > 0 && j.time_based {
+        let msg = "number_ios with time_based is not modelled yet".to_string();
+        return Err(at.err(Some("number_ios"), msg));
+    }
+    Ok(n)
+}
+
+/// Bytes of I/O of a job with fio's `loops`: `keep_running` runs `do_io` once per
+/// loop, each loop after `clear_io_state` (files back at their start, the random
+/// map cleared), so the job does `loops` passes of `io_size`. The process carries
+/// this as one longer `io_size`: its sequential position wraps to the region's
+/// start and its random map clears when full, which is the same request stream
+/// when `io_size` is whole passes of the region in whole blocks. `time_based`
+/// jobs ignore `loops` (`keep_running` returns before counting them).
+fn loops_io_size(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    io_size: u64,
+    at: &JobAt,
+) -> Result<u64, SimError> {
+    if j.loops <= 1 || j.time_based {
+        return Ok(io_size);
+    }
+    let refuse = |why: &str| {
+        at.err(
+            Some("loops"),
+            format!("loops with {why} is not modelled yet"),
+        )
+    };
+    if !j.direct {
+        // fio reopens the files each loop and drops their cached pages
+        // (`invalidate`), which the simulated page cache does not do yet.
+        return Err(refuse("buffered I/O (the page cache dropped at each loop)"));
+    }
+    if j.end_fsync || j.number_ios > 0 {
+        return Err(refuse("end_fsync or number_ios (per-loop accounting)"));
+    }
+    let whole = |bs: u64| bs > 0 && size % bs == 0;
+    if io_size != size || !whole(j.bs.read) || !whole(j.bs.write) {
+        return Err(refuse("io_size not the whole region in whole blocks"));
+    }
+    io_size
+        .checked_mul(u64::from(j.loops))
+        .filter(|b| *b <= i64::MAX as u64)
+        .ok_or_else(|| refuse("more bytes than a 64-bit count"))
+}
+
 /// The parts of simulated options that are not simulated: several files, a
 /// directory list, a start-delay range.
 fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
@@ -599,6 +651,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             return Err(at.err(Some("time_based"), msg.into()));
         }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
+        let io_size = loops_io_size(j, size, io_size, &at)?;
         times_fit(j, &at)?;
         counts_fit(j, out.procs.len(), &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
@@ -637,6 +690,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
                 end_fsync: j.end_fsync,
                 fsync_every: j.fsync as u64,
+                number_ios: number_ios_of(j, &at)?,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

@@ -79,6 +79,10 @@ pub struct ProcSpec {
     pub end_fsync: bool,
     /// fsync after every N writes (fio `fsync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
+    /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
+    /// I/O issued.
+    pub number_ios: u64,
 }
 
 impl ProcSpec {
@@ -110,6 +114,7 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            number_ios: 0,
         }
     }
 }

@@ -125,6 +125,8 @@ pub(crate) struct Proc {
     nblocks: u64,
     seq_next: u64,
     bytes_issued: u64,
+    /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
+    ios_issued: u64,
     start: Instant,
     end: Option<Instant>,
     slots: Vec<Slot>,
@@ -473,6 +475,7 @@ impl Simulation {
                 nblocks,
                 seq_next: 0,
                 bytes_issued: 0,
+                ios_issued: 0,
                 start: Instant::ZERO,
                 end: None,
                 slots: Vec::with_capacity(depth as usize),
@@ -672,6 +675,10 @@ impl Simulation {
                 return false;
             }
         }
+        // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
+        if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
+            return false;
+        }
         p.spec.time_based || p.bytes_issued < p.spec.io_size
     }
 
@@ -833,6 +840,7 @@ impl Simulation {
         let offset = p.spec.offset + rel;
         let len = bs;
         p.bytes_issued += len;
+        p.ios_issued += 1;
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {

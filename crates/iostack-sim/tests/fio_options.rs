@@ -37,8 +37,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "random_distribution=zipf:1.2",
         "percentage_random=50",
         "rw_sequencer=identical",
-        "number_ios=100",
-        "loops=3",
         "nrfiles=4",
         "filesize=1m",
         "sync=1",
@@ -73,7 +71,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
 
 #[test]
 fn every_refused_option_is_reported_in_one_run() {
-    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nloops=2\n[b]\nsize=1m\nverify=md5\n";
+    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nthinktime=2\n[b]\nsize=1m\nverify=md5\n";
     let (msg, line, _) = refuse(text);
     assert_eq!(line, Some(2), "{msg}");
     for needle in [
@@ -81,7 +79,7 @@ fn every_refused_option_is_reported_in_one_run() {
         "job.fio:5:",
         "job.fio:8:",
         "rate_iops",
-        "loops",
+        "thinktime",
         "verify",
     ] {
         assert!(msg.contains(needle), "{needle} missing from {msg}");
@@ -102,6 +100,7 @@ fn partly_simulated_options_refuse_the_part_they_do_not_simulate() {
         ("filename=a:b", "filename"),
         ("startdelay=1-2", "startdelay"),
         ("directory=/mnt/test:/mnt/test", "directory"),
+        ("number_ios=10\ntime_based\nruntime=1", "number_ios"),
     ] {
         let text = format!("[j]\nsize=1m\n{opt}\n");
         let (msg, _, option) = refuse(&text);
@@ -151,4 +150,56 @@ fn non_default_value(d: &iostack_workload::OptDef) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// I/Os the single process of a job did (reads and writes).
+fn ios_of(text: &str) -> u64 {
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine();
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let (r, _) = Simulation::new(cfg).unwrap().run();
+    let p = r.procs.last().unwrap();
+    p.dirs[0].ios + p.dirs[1].ios
+}
+
+/// `number_ios=100` issues exactly 100 I/Os (fio's `exceeds_number_ios`), for a
+/// sync and an async engine, direct and buffered; without it the job does its
+/// whole size.
+#[test]
+fn number_ios_issues_exactly_that_many() {
+    for extra in [
+        "direct=1",
+        "direct=1\nioengine=libaio\niodepth=8",
+        "direct=0",
+    ] {
+        let base = format!("[j]\nrw=randread\nbs=4k\nsize=4m\n{extra}\n");
+        assert_eq!(ios_of(&format!("{base}number_ios=100\n")), 100, "{extra}");
+        assert_eq!(ios_of(&base), 1024, "{extra}");
+    }
+}
+
+/// `loops=3` reads the file three times (fio's `keep_running`), sequential and
+/// random; with buffered I/O it is refused (fio drops the cache at each loop).
+#[test]
+fn loops_repeat_the_job() {
+    for rw in ["read", "randread", "randwrite"] {
+        let base = format!("[j]\nrw={rw}\nbs=4k\nsize=1m\ndirect=1\n");
+        assert_eq!(ios_of(&base), 256, "{rw}");
+        assert_eq!(ios_of(&format!("{base}loops=3\n")), 768, "{rw}");
+    }
+    let (msg, _, option) = refuse("[j]\nsize=1m\ndirect=0\nloops=2\n");
+    assert_eq!(option.as_deref(), Some("loops"), "{msg}");
 }

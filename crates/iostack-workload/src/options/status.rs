@@ -84,7 +84,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         Sim,
         "bytes; a percentage or zones are refused",
     ),
-    ("number_ios", No(NOT_YET), ""),
+    (
+        "number_ios",
+        Sim,
+        "stops after N I/Os issued; with time_based refused",
+    ),
     ("bs", Sim, "per direction (read, write)"),
     ("ba", No(NOT_YET), ""),
     ("bsrange", No(NOT_YET), ""),
@@ -121,7 +125,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         Sim,
         "a write-only job without it recreates its file",
     ),
-    ("loops", No(NOT_YET), ""),
+    (
+        "loops",
+        Sim,
+        "direct I/O over the whole region; buffered refused",
+    ),
     (
         "numjobs",
         Sim,
