@@ -606,6 +606,41 @@ fn loops_io_size(
         .ok_or_else(|| refuse("more bytes than a 64-bit count"))
 }
 
+/// A direction's `bssplit` as (size, percentage) pairs.
+fn split_of(list: &[iostack_workload::BsSplit]) -> Vec<(u64, u64)> {
+    list.iter().map(|e| (e.bs, u64::from(e.percent))).collect()
+}
+
+/// `bsrange`/`bssplit` where they are simulated: sizes whole pages for buffered
+/// I/O, no random map (fio's `mark_random_map` trims an I/O to the free blocks,
+/// not modelled yet) and fio's default alignment.
+fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    if !varies {
+        return Ok(());
+    }
+    let option = if j.bssplit.read.is_empty() && j.bssplit.write.is_empty() {
+        "bsrange"
+    } else {
+        "bssplit"
+    };
+    if j.rw.kind.is_random() && !j.norandommap {
+        let msg = format!("{option} with the random map is not modelled yet; set norandommap");
+        return Err(at.err(Some(option), msg));
+    }
+    let page = iostack_mm::PAGE_SIZE;
+    let sizes = [j.min_bs.read, j.min_bs.write]
+        .into_iter()
+        .chain(j.bssplit.read.iter().chain(&j.bssplit.write).map(|e| e.bs));
+    if !j.direct && sizes.clone().any(|b| b % page != 0) {
+        let msg = format!(
+            "direct=0 with {option}: iostack models buffered I/O in whole {page}-byte pages"
+        );
+        return Err(at.err(Some(option), msg));
+    }
+    Ok(())
+}
+
 /// The parts of simulated options that are not simulated: several files, a
 /// directory list, a start-delay range.
 fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
@@ -645,6 +680,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
+        varied_sizes_fit(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
                 "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
@@ -691,6 +727,11 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 end_fsync: j.end_fsync,
                 fsync_every: j.fsync as u64,
                 number_ios: number_ios_of(j, &at)?,
+                bs_range: [
+                    (j.min_bs.read, j.max_bs.read),
+                    (j.min_bs.write, j.max_bs.write),
+                ],
+                bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

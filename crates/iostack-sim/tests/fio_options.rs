@@ -31,8 +31,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "rate=1m",
         "rate_iops=1000",
         "thinktime=100",
-        "bsrange=4k-64k",
-        "bssplit=4k/50:64k/50",
         "blockalign=8k",
         "random_distribution=zipf:1.2",
         "percentage_random=50",
@@ -172,6 +170,7 @@ fn ios_of(text: &str) -> u64 {
     };
     let (r, _) = Simulation::new(cfg).unwrap().run();
     let p = r.procs.last().unwrap();
+    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
     p.dirs[0].ios + p.dirs[1].ios
 }
 
@@ -202,4 +201,48 @@ fn loops_repeat_the_job() {
     }
     let (msg, _, option) = refuse("[j]\nsize=1m\ndirect=0\nloops=2\n");
     assert_eq!(option.as_deref(), Some("loops"), "{msg}");
+}
+
+/// (I/Os, bytes) of the single process of a job.
+fn ios_bytes_of(text: &str) -> (u64, u64) {
+    let ios = ios_of(text);
+    (ios, BYTES.with(|b| b.get()))
+}
+
+thread_local! {
+    static BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// `bssplit=4k/50:64k/50`: half the I/Os of each size, within four binomial
+/// standard deviations, read from the mean I/O size (fio's `get_next_buflen`).
+#[test]
+fn bssplit_gives_each_size_its_share() {
+    let (ios, bytes) = ios_bytes_of("[j]\nrw=read\ndirect=1\nsize=64m\nbssplit=4k/50:64k/50\n");
+    assert_eq!(bytes, 64 << 20);
+    let n = ios as f64;
+    // bytes = ios * 4k + big * 60k.
+    let big = (bytes - ios * 4096) as f64 / 61440.0;
+    let share = big / n;
+    let bound = 4.0 * (0.25 / n).sqrt();
+    assert!((share - 0.5).abs() < bound, "{big} of {ios} I/Os were 64k");
+    // Without it, every I/O is 4k.
+    assert_eq!(ios_bytes_of("[j]\nrw=read\ndirect=1\nsize=64m\n").0, 16384);
+}
+
+/// `bsrange=4k-64k`: fio's `minbs + maxbs * r` (r in [0, 1)) rounded down to 4k
+/// and capped at 64k: 1 + floor(16 r) blocks of 4k, each of 1..=16 with 1/16,
+/// mean 8.5 blocks, variance 21.25.
+#[test]
+fn bsrange_follows_fios_formula() {
+    let (ios, bytes) =
+        ios_bytes_of("[j]\nrw=randread\nnorandommap\ndirect=1\nsize=64m\nbsrange=4k-64k\n");
+    let mean_blocks = bytes as f64 / ios as f64 / 4096.0;
+    let sd = 21.25f64.sqrt() / (ios as f64).sqrt();
+    assert!(
+        (mean_blocks - 8.5).abs() < 4.0 * sd,
+        "mean {mean_blocks} blocks over {ios}"
+    );
+    assert_eq!(bytes % 4096, 0);
+    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
+    assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
 }

@@ -91,8 +91,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("bs", Sim, "per direction (read, write)"),
     ("ba", No(NOT_YET), ""),
-    ("bsrange", No(NOT_YET), ""),
-    ("bssplit", No(NOT_YET), ""),
+    (
+        "bsrange",
+        Sim,
+        "fio's get_next_buflen; random I/O needs norandommap",
+    ),
+    (
+        "bssplit",
+        Sim,
+        "fio's get_next_buflen; random I/O needs norandommap",
+    ),
     ("bs_unaligned", No(NOT_YET), ""),
     ("bs_is_seq_rand", No(NOT_YET), ""),
     ("randrepeat", No(NOT_YET), ""),
