@@ -9,14 +9,16 @@ mod error;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
+mod kblockd;
 mod lazyinit;
 pub mod machine;
+mod plug;
 mod runend;
 pub mod stats;
 mod task;
 pub mod workload;
 mod world;
-mod writepage;
+mod writeback;
 
 pub use error::SimError;
 pub use machine::{MachineError, MachineErrorKind};
