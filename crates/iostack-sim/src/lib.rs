@@ -14,8 +14,10 @@ mod lazyinit;
 pub mod machine;
 mod plug;
 mod runend;
+mod startq;
 pub mod stats;
 mod task;
+pub mod tools;
 pub mod workload;
 mod world;
 mod writeback;
@@ -35,22 +37,7 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
     s.push_str(&cfg.scheduler);
     s.push('\n');
     for p in &cfg.procs {
-        s.push_str(&proc_key(p));
-        s.push('\n');
+        s.push_str(&format!("{p:?}\n"));
     }
     iostack_des::fnv1a64(s.as_bytes())
-}
-
-/// A process's part of the configuration hash. The fields added for fio's
-/// `number_ios`, `bsrange` and `bssplit` (the last ones of `ProcSpec`) enter it
-/// only when they change the workload, so a configuration without them keeps
-/// the hash it had before they existed.
-fn proc_key(p: &workload::ProcSpec) -> String {
-    use workload::Dir;
-    let s = format!("{p:?}");
-    let plain = p.number_ios == 0 && !p.varies(Dir::Read) && !p.varies(Dir::Write);
-    match s.find(", number_ios: ") {
-        Some(i) if plain => format!("{} }}", &s[..i]),
-        _ => s,
-    }
 }

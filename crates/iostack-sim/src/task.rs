@@ -25,10 +25,6 @@ pub(crate) enum KThread {
     KBlockd,
 }
 
-impl KThread {
-    const ALL: usize = 3;
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TaskKind {
     /// A user process: the index of its job.
@@ -87,8 +83,8 @@ impl Task {
 #[derive(Default)]
 pub(crate) struct Tasks {
     v: Vec<Task>,
-    /// Each kernel thread's task, once started.
-    kthreads: [Option<TaskId>; KThread::ALL],
+    /// The kernel threads started, with their tasks.
+    kthreads: Vec<(KThread, TaskId)>,
 }
 
 impl Tasks {
@@ -109,15 +105,21 @@ impl Tasks {
         });
         let id = TaskId(self.v.len() as u32 - 1);
         if let TaskKind::KernelThread(k) = kind {
-            assert!(self.kthreads[k as usize].is_none(), "{k:?} started twice");
-            self.kthreads[k as usize] = Some(id);
+            assert!(
+                self.kthreads.iter().all(|&(t, _)| t != k),
+                "{k:?} started twice"
+            );
+            self.kthreads.push((k, id));
         }
         id
     }
 
     /// The task of kernel thread `k`.
     pub fn kthread(&self, k: KThread) -> TaskId {
-        self.kthreads[k as usize].unwrap_or_else(|| panic!("{k:?} is not started"))
+        match self.kthreads.iter().find(|&&(t, _)| t == k) {
+            Some(&(_, id)) => id,
+            None => panic!("{k:?} is not started"),
+        }
     }
 
     pub fn get(&self, id: TaskId) -> &Task {
@@ -194,5 +196,30 @@ impl LazyInit {
             dirtied_since: 0,
             throttle: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_threads_are_found_by_kind() {
+        let mut t = Tasks::default();
+        let p = t.add(TaskKind::Process(0), 1000, 0, (2, 4));
+        let f = t.add(TaskKind::KernelThread(KThread::Flusher), 190, 0, (2, 4));
+        let k = t.add(TaskKind::KernelThread(KThread::KBlockd), 40, 0, (2, 4));
+        assert_eq!((p, f, k), (TaskId(0), TaskId(1), TaskId(2)));
+        assert_eq!(t.kthread(KThread::KBlockd), k);
+        assert_eq!(t.kthread(KThread::Flusher), f);
+        assert_eq!(t.get(k).blocked, Blocked::No);
+    }
+
+    #[test]
+    #[should_panic(expected = "KBlockd started twice")]
+    fn a_kernel_thread_is_started_once() {
+        let mut t = Tasks::default();
+        t.add(TaskKind::KernelThread(KThread::KBlockd), 40, 0, (2, 4));
+        t.add(TaskKind::KernelThread(KThread::KBlockd), 41, 0, (2, 4));
     }
 }

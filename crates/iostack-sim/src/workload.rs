@@ -42,7 +42,7 @@ pub enum Target {
 }
 
 /// One process (a fio job clone or a dd).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProcSpec {
     /// Task name as blktrace records it (`comm`, at most 15 characters).
     pub comm: String,
@@ -88,6 +88,53 @@ pub struct ProcSpec {
     pub bs_range: [(u64, u64); 2],
     /// Per direction: fio's `bssplit` entries (size, percentage), in fio's order.
     pub bssplit: [Vec<(u64, u64)>; 2],
+    /// Start only once the processes `[a, b)` are done: the next step of one
+    /// program that several processes carry out in turn (fs_mark's file after
+    /// file, a new iteration after the last), where `stonewall` would wait for
+    /// every earlier process.
+    pub after: Option<(u32, u32)>,
+}
+
+/// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
+/// every workload without it is what it was before the field existed.
+impl std::fmt::Debug for ProcSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("ProcSpec");
+        d.field("comm", &self.comm)
+            .field("name", &self.name)
+            .field("group", &self.group)
+            .field("target", &self.target)
+            .field("pattern", &self.pattern)
+            .field("read_pct", &self.read_pct)
+            .field("bs", &self.bs)
+            .field("offset", &self.offset)
+            .field("region", &self.region)
+            .field("io_size", &self.io_size)
+            .field("engine", &self.engine)
+            .field("iodepth", &self.iodepth)
+            .field("direct", &self.direct)
+            .field("runtime", &self.runtime)
+            .field("time_based", &self.time_based)
+            .field("startdelay", &self.startdelay)
+            .field("stonewall", &self.stonewall)
+            .field("ioprio", &self.ioprio)
+            .field("pid", &self.pid)
+            .field("cpu", &self.cpu)
+            .field("fresh", &self.fresh)
+            .field("end_fsync", &self.end_fsync)
+            .field("fsync_every", &self.fsync_every);
+        if let Some(a) = &self.after {
+            d.field("after", a);
+        }
+        // Likewise the fields of fio's number_ios, bsrange and bssplit, only
+        // when they change the workload.
+        if self.number_ios > 0 || self.varies(Dir::Read) || self.varies(Dir::Write) {
+            d.field("number_ios", &self.number_ios)
+                .field("bs_range", &self.bs_range)
+                .field("bssplit", &self.bssplit);
+        }
+        d.finish()
+    }
 }
 
 impl ProcSpec {
@@ -122,6 +169,7 @@ impl ProcSpec {
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],
+            after: None,
         }
     }
 }

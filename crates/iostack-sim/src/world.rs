@@ -173,6 +173,7 @@ pub struct Simulation {
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
     pub(crate) lazy: LazyInit,
+    startq: crate::startq::StartQueue,
     pub(crate) kblockd: KBlockd,
 }
 
@@ -311,6 +312,7 @@ impl Simulation {
             observer: None,
             vm,
             lazy: LazyInit::new(),
+            startq: Default::default(),
             kblockd: KBlockd::default(),
             cfg,
         };
@@ -530,7 +532,7 @@ impl Simulation {
 
     /// Run, and hand back the I/O observer too.
     pub fn run_observed(mut self) -> RunOutput {
-        self.start_ready_procs(Instant::ZERO);
+        self.start_ready_procs(Instant::ZERO, None);
         let limit = self.cfg.until.map(|d| Instant::ZERO + d);
         let mut until_hit = None;
         let mut last_work = Instant::ZERO;
@@ -669,16 +671,39 @@ impl Simulation {
         self.out.completed.clear();
     }
 
-    fn start_ready_procs(&mut self, now: Instant) {
+    /// Start the processes that may start now (`finished`: the one that just
+    /// ended, whose waiters are looked at).
+    fn start_ready_procs(&mut self, now: Instant, finished: Option<u32>) {
         let done = |tasks: &Tasks, i: usize| tasks.blocked(TaskId(i as u32)) == Blocked::Done;
-        for i in 0..self.procs.len() {
-            let task = TaskId(i as u32);
+        let extra = if self.startq.initialized() {
+            Vec::new()
+        } else {
+            let v = self.procs.iter().map(|p| {
+                let ino = match p.backing {
+                    Backing::File(ino) => Some(ino),
+                    Backing::Raw { .. } => None,
+                };
+                (p.spec.after.is_some(), ino)
+            });
+            self.startq.init(v.collect::<Vec<_>>().into_iter())
+        };
+        for i in self.startq.candidates(finished, extra) {
+            let (i, task) = (i as usize, TaskId(i));
             if self.tasks.blocked(task) != Blocked::NotStarted {
                 continue;
             }
-            let wall = self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j));
-            if wall {
+            if self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j)) {
                 continue;
+            }
+            // Latest first: the most recent of the range is the likeliest not done.
+            if let Some((a, b)) = self.procs[i].spec.after {
+                let undone = (a as usize..b as usize)
+                    .rev()
+                    .find(|&j| !done(&self.tasks, j));
+                if let Some(j) = undone {
+                    self.startq.wait_for(i as u32, j as u32);
+                    continue;
+                }
             }
             let at = now + self.procs[i].spec.startdelay;
             self.procs[i].start = at;
@@ -686,6 +711,9 @@ impl Simulation {
             self.tasks.block(task, Blocked::No);
             self.schedule_task(task, at);
         }
+        let tasks = &self.tasks;
+        self.startq
+            .retain_plain(|i| tasks.blocked(TaskId(i)) == Blocked::NotStarted);
     }
 
     fn has_work(&self, p: &Proc, now: Instant) -> bool {
@@ -1137,6 +1165,7 @@ impl Simulation {
             self.schedule_task(TaskId(pi), now);
             return;
         }
+        let was_done = self.tasks.blocked(TaskId(pi)) == Blocked::Done;
         self.tasks.block(TaskId(pi), Blocked::Done);
         let p = &mut self.procs[pi as usize];
         p.end = Some(now);
@@ -1144,16 +1173,12 @@ impl Simulation {
         // close(): the last writer of a file releases it (`->release`).
         if let Backing::File(ino) = p.backing {
             let wrote = p.result.dirs[1].ios > 0;
-            let tasks = &self.tasks;
-            let others = self.procs.iter().enumerate().any(|(j, q)| {
-                tasks.blocked(TaskId(j as u32)) != Blocked::Done
-                    && matches!(q.backing, Backing::File(i) if i == ino)
-            });
+            let others = self.startq.release(ino, !was_done);
             if wrote && !others {
                 self.fs.release_file(ino);
             }
         }
-        self.start_ready_procs(now);
+        self.start_ready_procs(now, Some(pi));
     }
 
     pub fn events_processed(&self) -> u64 {
