@@ -96,6 +96,13 @@ pub const FLAGS: &[Flag] = &[
         doc: "tunables: print the tunable reference (docs/tunables.md) for every profile",
     },
     Flag {
+        long: "help-options",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "run: print every fio option with its status: simulated, output only or \
+              refused with the reason (docs/fio-options.md)",
+    },
+    Flag {
         long: "json",
         takes: Takes::Nothing,
         repeat: false,

@@ -31,6 +31,25 @@ const COMMON: &[&str] = &[
     "filefrag-v",
     "help",
 ];
+/// `iostack run` takes the common flags and `--help-options`.
+const RUN: &[&str] = &[
+    "machine",
+    "kernel",
+    "sched",
+    "set",
+    "seed",
+    "output-format",
+    "blktrace",
+    "ftrace",
+    "blkparse",
+    "check",
+    "until",
+    "layout",
+    "filefrag",
+    "filefrag-v",
+    "help",
+    "help-options",
+];
 const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
@@ -81,7 +100,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     let rest = &argv[1..];
     let ae = |e: ArgError| CliError::Usage(e.0);
     match cmd.as_str() {
-        "run" => run_fio(&args::parse(rest, COMMON).map_err(ae)?),
+        "run" => run_fio(&args::parse(rest, RUN).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
         "iozone" => {
             crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
@@ -323,11 +342,12 @@ pub fn tunables_markdown() -> String {
 }
 
 fn run_fio(p: &Parsed) -> Result<ExitCode> {
+    if p.has("help-options") {
+        out::stdout(&iostack_workload::options::markdown())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if p.has("help") || p.positional.is_empty() {
-        let help = format!(
-            "usage: iostack run JOB.fio [options]\n{}",
-            args::help(COMMON)
-        );
+        let help = format!("usage: iostack run JOB.fio [options]\n{}", args::help(RUN));
         if p.has("help") {
             out::stdout(&help)?;
             return Ok(ExitCode::SUCCESS);

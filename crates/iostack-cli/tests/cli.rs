@@ -227,6 +227,20 @@ fn tunable_docs_are_generated_from_the_table() {
     assert!(doc.contains("| `queue/nr_requests` | count | 4..=1048576 |"));
 }
 
+#[test]
+fn fio_option_docs_are_generated_from_the_table() {
+    let (ok, out, err) = iostack(&["run", "--help-options"]);
+    assert!(ok, "{err}");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/fio-options.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        doc, out,
+        "docs/fio-options.md is stale: run `iostack run --help-options > docs/fio-options.md`"
+    );
+    assert!(doc.contains("| `rate_iops` | refused: not modelled yet |"));
+    assert!(doc.contains("| `direct` | simulated |"));
+}
+
 /// The scheduler registry: a scheduler the kernel lacks, or a tunable of one
 /// that is not selected, is refused with the reason; `--help` lists each
 /// scheduler with the profiles that have it.

@@ -471,6 +471,197 @@ fn times_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> 
     Ok(())
 }
 
+/// The option-table entry of a job file's option (engine-private or core).
+fn def_of(e: &iostack_workload::OptionEntry) -> Option<&'static iostack_workload::OptDef> {
+    use iostack_workload::options::{find_engine_option, find_option};
+    match &e.engine {
+        Some(engine) => find_engine_option(engine, &e.name),
+        None => find_option(&e.name),
+    }
+}
+
+/// One option the simulation refuses, where it is set.
+struct Refusal {
+    file: String,
+    line: usize,
+    job: String,
+    /// Canonical option name.
+    option: &'static str,
+    /// `option 'rate=1m' is not modelled yet`.
+    message: String,
+}
+
+/// Every option of the job file that the table refuses and that is set to
+/// anything but its default ([`iostack_workload::options::Status`]), each once
+/// (a global option applies to many jobs).
+fn refused_options(jf: &iostack_workload::JobFile) -> Vec<Refusal> {
+    use iostack_workload::options::{is_default, status, Status};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for j in &jf.jobs {
+        let applied = j.global_options_applied.min(jf.global_options.len());
+        for e in jf.global_options[..applied].iter().chain(&j.options) {
+            let Some(def) = def_of(e) else { continue };
+            let (Status::Refused(reason), note) = status(def) else {
+                continue;
+            };
+            if is_default(def, e.expanded.as_deref()) || !seen.insert((e.file.clone(), e.line)) {
+                continue;
+            }
+            let note = if note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({note})")
+            };
+            let value = e.value.as_deref().map(|v| format!("={v}"));
+            out.push(Refusal {
+                file: e.file.display().to_string(),
+                line: e.line,
+                job: j.name.clone(),
+                option: def.name,
+                message: format!(
+                    "option '{}{}' is refused: {reason}{note}",
+                    e.written_name,
+                    value.unwrap_or_default()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Refuse a job file with options the simulation does not carry out, naming
+/// every one (not only the first): the error is at the first, its message lists
+/// the others on the lines below.
+fn check_refused(jf: &iostack_workload::JobFile) -> Result<(), SimError> {
+    let refused = refused_options(jf);
+    let Some(first) = refused.first() else {
+        return Ok(());
+    };
+    let mut message = first.message.clone();
+    for r in &refused[1..] {
+        message.push_str(&format!(
+            "\n{}:{}: job '{}': {}",
+            r.file, r.line, r.job, r.message
+        ));
+    }
+    Err(SimError::Job {
+        file: first.file.clone(),
+        line: Some(first.line),
+        job: first.job.clone(),
+        option: Some(first.option.to_string()),
+        message,
+    })
+}
+
+/// fio's `number_ios`, for the jobs where it is simulated: with `time_based`,
+/// fio's `do_io` keeps going past `io_issue_bytes_exceeded`, which is not
+/// modelled yet.
+fn number_ios_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<u64, SimError> {
+    let n = j.number_ios;
+    if n > 0 && j.time_based {
+        let msg = "number_ios with time_based is not modelled yet".to_string();
+        return Err(at.err(Some("number_ios"), msg));
+    }
+    Ok(n)
+}
+
+/// Bytes of I/O of a job with fio's `loops`: `keep_running` runs `do_io` once per
+/// loop, each loop after `clear_io_state` (files back at their start, the random
+/// map cleared), so the job does `loops` passes of `io_size`. The process carries
+/// this as one longer `io_size`: its sequential position wraps to the region's
+/// start and its random map clears when full, which is the same request stream
+/// when `io_size` is whole passes of the region in whole blocks. `time_based`
+/// jobs ignore `loops` (`keep_running` returns before counting them).
+fn loops_io_size(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    io_size: u64,
+    at: &JobAt,
+) -> Result<u64, SimError> {
+    if j.loops <= 1 || j.time_based {
+        return Ok(io_size);
+    }
+    let refuse = |why: &str| {
+        at.err(
+            Some("loops"),
+            format!("loops with {why} is not modelled yet"),
+        )
+    };
+    if !j.direct {
+        // fio reopens the files each loop and drops their cached pages
+        // (`invalidate`), which the simulated page cache does not do yet.
+        return Err(refuse("buffered I/O (the page cache dropped at each loop)"));
+    }
+    if j.end_fsync || j.number_ios > 0 {
+        return Err(refuse("end_fsync or number_ios (per-loop accounting)"));
+    }
+    let whole = |bs: u64| bs > 0 && size % bs == 0;
+    if io_size != size || !whole(j.bs.read) || !whole(j.bs.write) {
+        return Err(refuse("io_size not the whole region in whole blocks"));
+    }
+    io_size
+        .checked_mul(u64::from(j.loops))
+        .filter(|b| *b <= i64::MAX as u64)
+        .ok_or_else(|| refuse("more bytes than a 64-bit count"))
+}
+
+/// A direction's `bssplit` as (size, percentage) pairs.
+fn split_of(list: &[iostack_workload::BsSplit]) -> Vec<(u64, u64)> {
+    list.iter().map(|e| (e.bs, u64::from(e.percent))).collect()
+}
+
+/// `bsrange`/`bssplit` where they are simulated: sizes whole pages for buffered
+/// I/O, no random map (fio's `mark_random_map` trims an I/O to the free blocks,
+/// not modelled yet) and fio's default alignment.
+fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    if !varies {
+        return Ok(());
+    }
+    let option = if j.bssplit.read.is_empty() && j.bssplit.write.is_empty() {
+        "bsrange"
+    } else {
+        "bssplit"
+    };
+    if j.rw.kind.is_random() && !j.norandommap {
+        let msg = format!("{option} with the random map is not modelled yet; set norandommap");
+        return Err(at.err(Some(option), msg));
+    }
+    let page = iostack_mm::PAGE_SIZE;
+    let sizes = [j.min_bs.read, j.min_bs.write]
+        .into_iter()
+        .chain(j.bssplit.read.iter().chain(&j.bssplit.write).map(|e| e.bs));
+    if !j.direct && sizes.clone().any(|b| b % page != 0) {
+        let msg = format!(
+            "direct=0 with {option}: iostack models buffered I/O in whole {page}-byte pages"
+        );
+        return Err(at.err(Some(option), msg));
+    }
+    Ok(())
+}
+
+/// The parts of simulated options that are not simulated: several files, a
+/// directory list, a start-delay range.
+fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    if j.files.len() > 1 {
+        let msg = format!(
+            "{} files in one job: several files per job are not modelled yet",
+            j.files.len()
+        );
+        return Err(at.err(Some("filename"), msg));
+    }
+    if j.directory.as_deref().is_some_and(|d| d.contains(':')) {
+        let msg = "a ':'-separated directory list is not modelled yet".to_string();
+        return Err(at.err(Some("directory"), msg));
+    }
+    if j.startdelay_high_ns != j.startdelay_ns {
+        let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
+        return Err(at.err(Some("startdelay"), msg));
+    }
+    Ok(())
+}
+
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
@@ -483,16 +674,20 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
             .collect(),
     };
+    check_refused(jf)?;
     for j in &jf.jobs {
         let at = JobAt(j);
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
+        partial_refusals(j, &at)?;
+        varied_sizes_fit(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
                 "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
             return Err(at.err(Some("time_based"), msg.into()));
         }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
+        let io_size = loops_io_size(j, size, io_size, &at)?;
         times_fit(j, &at)?;
         counts_fit(j, out.procs.len(), &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
@@ -531,6 +726,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
                 end_fsync: j.end_fsync,
                 fsync_every: j.fsync as u64,
+                number_ios: number_ios_of(j, &at)?,
+                bs_range: [
+                    (j.min_bs.read, j.max_bs.read),
+                    (j.min_bs.write, j.max_bs.write),
+                ],
+                bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

@@ -1,7 +1,7 @@
 //! What the simulated processes do, independent of the front end that described it
 //! (fio job files, dd command lines, experiment files).
 
-use iostack_des::Duration;
+use iostack_des::{Duration, Rng};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dir {
@@ -79,6 +79,15 @@ pub struct ProcSpec {
     pub end_fsync: bool,
     /// fsync after every N writes (fio `fsync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
+    /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
+    /// I/O issued.
+    pub number_ios: u64,
+    /// Per direction (read, write): fio's `min_bs`/`max_bs` (`bsrange`, or the
+    /// smallest and largest `bssplit` size); both `bs` when the size is fixed.
+    pub bs_range: [(u64, u64); 2],
+    /// Per direction: fio's `bssplit` entries (size, percentage), in fio's order.
+    pub bssplit: [Vec<(u64, u64)>; 2],
     /// Start only once the processes `[a, b)` are done: the next step of one
     /// program that several processes carry out in turn (fs_mark's file after
     /// file, a new iteration after the last), where `stonewall` would wait for
@@ -86,7 +95,7 @@ pub struct ProcSpec {
     pub after: Option<(u32, u32)>,
 }
 
-/// As derived, with `after` only when set, so that the configuration hash of
+/// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
 /// every workload without it is what it was before the field existed.
 impl std::fmt::Debug for ProcSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -116,6 +125,13 @@ impl std::fmt::Debug for ProcSpec {
             .field("fsync_every", &self.fsync_every);
         if let Some(a) = &self.after {
             d.field("after", a);
+        }
+        // Likewise the fields of fio's number_ios, bsrange and bssplit, only
+        // when they change the workload.
+        if self.number_ios > 0 || self.varies(Dir::Read) || self.varies(Dir::Write) {
+            d.field("number_ios", &self.number_ios)
+                .field("bs_range", &self.bs_range)
+                .field("bssplit", &self.bssplit);
         }
         d.finish()
     }
@@ -150,7 +166,62 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            number_ios: 0,
+            bs_range: [(4096, 4096), (4096, 4096)],
+            bssplit: [Vec::new(), Vec::new()],
             after: None,
         }
     }
+}
+
+impl ProcSpec {
+    /// Whether the I/O size of direction `d` varies (`bsrange`, `bssplit`).
+    pub fn varies(&self, d: Dir) -> bool {
+        let (lo, hi) = self.bs_range[d as usize];
+        lo != hi
+    }
+}
+
+/// The length of the next I/O of direction `d` at byte `rel` of a region of
+/// `region` bytes, as fio's `get_next_buflen` (io_u.c) chooses it, drawing `r`
+/// from `rng` where fio draws from its `bsrange_state`.
+///
+/// * `bsrange`: `minbs + maxbs * r / (frand_max + 1)`, which fio computes in
+///   `double`; here in integers: `r` is 32 bits (fio's tausworthe range), so
+///   `(maxbs * r) >> 32` is the exact value fio's double rounds down to.
+/// * `bssplit`: fio's cumulative test `r / perc <= frand_max / 100`, in fio's
+///   own integer arithmetic, skipping entries that do not fit.
+///
+/// Either is rounded down to a multiple of `minbs` (fio's `bs_unaligned` unset),
+/// capped at `maxbs`, and redrawn until it fits the region (`io_u_fits`); the
+/// caller makes sure `minbs` fits. After 1000 draws (fio would loop on) the
+/// length is `minbs`.
+pub fn next_buflen(spec: &ProcSpec, d: Dir, rel: u64, region: u64, rng: &mut Rng) -> u64 {
+    let (minbs, maxbs) = spec.bs_range[d as usize];
+    let split = &spec.bssplit[d as usize];
+    let fits = |len: u64| rel.saturating_add(len) <= region;
+    const FRAND_MAX: u64 = u32::MAX as u64;
+    for _ in 0..1000 {
+        let r = rng.next_u64() >> 32;
+        let mut len = if split.is_empty() {
+            minbs + ((u128::from(maxbs) * u128::from(r)) >> 32) as u64
+        } else {
+            let mut perc = 0u64;
+            let mut len = minbs;
+            for &(bs, p) in split.iter().filter(|e| e.1 > 0) {
+                len = bs;
+                perc += p;
+                if r / perc <= FRAND_MAX / 100 && fits(bs) {
+                    break;
+                }
+            }
+            len
+        };
+        len -= len % minbs;
+        len = len.min(maxbs);
+        if fits(len) && len > 0 {
+            return len;
+        }
+    }
+    minbs
 }

@@ -122,6 +122,8 @@ pub(crate) struct Proc {
     backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
+    /// fio's `bsrange_state`: the draws of `get_next_buflen`.
+    rng_bs: Rng,
     /// fio's random map, one bit per block of the region.
     randmap: Vec<u64>,
     /// One bit per `randmap` word: set when the word is full.
@@ -130,6 +132,8 @@ pub(crate) struct Proc {
     nblocks: u64,
     seq_next: u64,
     bytes_issued: u64,
+    /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
+    ios_issued: u64,
     start: Instant,
     end: Option<Instant>,
     slots: Vec<Slot>,
@@ -477,12 +481,14 @@ impl Simulation {
                 backing,
                 rng_off: Rng::stream(self.cfg.seed, &format!("{label}/offset")),
                 rng_mix: Rng::stream(self.cfg.seed, &format!("{label}/rwmix")),
+                rng_bs: Rng::stream(self.cfg.seed, &format!("{label}/bs")),
                 randmap_full: vec![0u64; randmap.len().div_ceil(64)],
                 randmap,
                 randmap_left: nblocks,
                 nblocks,
                 seq_next: 0,
                 bytes_issued: 0,
+                ios_issued: 0,
                 start: Instant::ZERO,
                 end: None,
                 slots: Vec::with_capacity(depth as usize),
@@ -716,6 +722,10 @@ impl Simulation {
                 return false;
             }
         }
+        // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
+        if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
+            return false;
+        }
         p.spec.time_based || p.bytes_issued < p.spec.io_size
     }
 
@@ -855,8 +865,14 @@ impl Simulation {
         } else {
             Dir::Write
         };
-        let bs = p.spec.bs[dir as usize];
+        let (bs, rel, len) = if p.spec.varies(dir) {
+            next_varied_io(p, dir)
+        } else {
+            let bs = p.spec.bs[dir as usize];
+            (bs, 0, bs)
+        };
         let rel = match p.spec.pattern {
+            _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 if p.seq_next + bs > p.spec.region {
                     p.seq_next = 0; // wrap for another pass
@@ -876,8 +892,8 @@ impl Simulation {
             }
         };
         let offset = p.spec.offset + rel;
-        let len = bs;
         p.bytes_issued += len;
+        p.ios_issued += 1;
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {
@@ -1173,6 +1189,32 @@ impl Simulation {
 /// fio's random offset with a random map: a uniformly chosen block, or the next
 /// free one after it when it was already done in this pass (`get_next_free_block`
 /// over fio's two-level `axmap`).
+/// Offset and length of the next I/O of a job whose I/O size varies: the offset
+/// in units of `minbs` (fio's default `blockalign`), sequential or uniformly
+/// random (the front end refuses the random map with varying sizes), then
+/// `get_next_buflen`'s length. Returns (minbs, offset in the region, length).
+fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
+    let (minbs, _) = p.spec.bs_range[dir as usize];
+    let region = p.spec.region;
+    let rel = match p.spec.pattern {
+        Pattern::Sequential => {
+            if p.seq_next + minbs > region {
+                p.seq_next = 0; // wrap for another pass
+            }
+            p.seq_next
+        }
+        Pattern::Random { .. } => {
+            let blocks = (region / minbs).max(1);
+            p.rng_off.below(blocks) * minbs
+        }
+    };
+    let len = crate::workload::next_buflen(&p.spec, dir, rel, region, &mut p.rng_bs);
+    if p.spec.pattern == Pattern::Sequential {
+        p.seq_next = rel + len;
+    }
+    (minbs, rel, len)
+}
+
 fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
     let blocks = blocks.min(p.nblocks);
     if p.randmap_left == 0 {

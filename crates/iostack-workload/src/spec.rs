@@ -444,6 +444,8 @@ pub struct JobSpec {
     pub rate_iops: PerDir<u64>,
     /// `loops=`.
     pub loops: u32,
+    /// `number_ios=` (0: no limit).
+    pub number_ios: u64,
     /// `thread`.
     pub thread: bool,
     /// `group_reporting`.
@@ -760,6 +762,7 @@ pub(crate) fn build_job(
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
         loops: u32c(st.int("loops")),
+        number_ios: u64c(st.int("number_ios")),
         thread: st.flag("use_thread"),
         group_reporting: st.flag("group_reporting"),
         stonewall: st.flag("stonewall"),

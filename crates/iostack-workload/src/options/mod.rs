@@ -5,7 +5,10 @@
 //! register into the same namespace (which is why `threads=1` parses), and
 //! [`ENGINE_OPTIONS`] the engine-private options of the engines iostack supports.
 
+mod status;
 mod table;
+
+pub use status::{is_default, markdown, status, Status};
 
 pub use table::CORE_OPTIONS;
 

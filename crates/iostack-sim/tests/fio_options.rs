@@ -1,0 +1,248 @@
+//! The fio option table's statuses as the simulator applies them: a refused option
+//! set to anything but its default stops the job file at the option's file and
+//! line, every one of them is reported in one run, and a default value (which
+//! changes nothing fio sends) is accepted.
+
+use iostack_sim::frontend::fio_procs_from_text;
+use iostack_sim::machine::{self, Machine};
+use iostack_sim::SimError;
+use iostack_workload::options::{all_options, status, Status};
+
+fn machine() -> Machine {
+    machine::preset(machine::MACHINES[0].0).unwrap()
+}
+
+fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
+    match fio_procs_from_text("job.fio", text, &machine()) {
+        Err(e @ SimError::Job { .. }) => {
+            let (_, line, option) = e.location();
+            (e.to_string(), line, option.map(str::to_string))
+        }
+        Err(e) => panic!("{text}: not a job refusal: {e}"),
+        Ok(_) => panic!("{text}: accepted"),
+    }
+}
+
+/// The options the issue lists as accepted-and-ignored: each is refused at its
+/// own line, with its name and reason.
+#[test]
+fn options_that_change_the_io_are_refused_at_their_line() {
+    let cases = [
+        "rate=1m",
+        "rate_iops=1000",
+        "thinktime=100",
+        "blockalign=8k",
+        "random_distribution=zipf:1.2",
+        "percentage_random=50",
+        "rw_sequencer=identical",
+        "nrfiles=4",
+        "filesize=1m",
+        "sync=1",
+        "fdatasync=4",
+        "ramp_time=2s",
+        "verify=md5",
+        "zonemode=strided",
+        "ioscheduler=deadline",
+        "write_bw_log=x",
+        "write_lat_log=x",
+        "write_iops_log=x",
+        "read_iolog=trace.log",
+        "exitall",
+    ];
+    for opt in cases {
+        let text = format!("[j]\nrw=randread\nsize=1m\n{opt}\n");
+        let (msg, line, option) = refuse(&text);
+        let name = opt.split('=').next().unwrap();
+        assert_eq!(line, Some(4), "{opt}: {msg}");
+        assert!(
+            msg.starts_with("job.fio:4: job 'j': option '"),
+            "{opt}: {msg}"
+        );
+        assert!(
+            msg.contains(name) && msg.contains("refused"),
+            "{opt}: {msg}"
+        );
+        let canonical = iostack_workload::options::find_option(name).unwrap().name;
+        assert_eq!(option.as_deref(), Some(canonical), "{opt}");
+    }
+}
+
+#[test]
+fn every_refused_option_is_reported_in_one_run() {
+    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nthinktime=2\n[b]\nsize=1m\nverify=md5\n";
+    let (msg, line, _) = refuse(text);
+    assert_eq!(line, Some(2), "{msg}");
+    for needle in [
+        "job.fio:2:",
+        "job.fio:5:",
+        "job.fio:8:",
+        "rate_iops",
+        "thinktime",
+        "verify",
+    ] {
+        assert!(msg.contains(needle), "{needle} missing from {msg}");
+    }
+    // The global option is reported once although it applies to both jobs.
+    assert_eq!(msg.matches("rate_iops").count(), 1, "{msg}");
+}
+
+#[test]
+fn default_values_of_refused_options_are_accepted() {
+    let text = "[j]\nsize=1m\nrate=0\nloops=1\nsync=0\nverify=0\nthinktime=0\nnrfiles=1\n";
+    fio_procs_from_text("job.fio", text, &machine()).unwrap();
+}
+
+#[test]
+fn partly_simulated_options_refuse_the_part_they_do_not_simulate() {
+    for (opt, name) in [
+        ("filename=a:b", "filename"),
+        ("startdelay=1-2", "startdelay"),
+        ("directory=/mnt/test:/mnt/test", "directory"),
+        ("number_ios=10\ntime_based\nruntime=1", "number_ios"),
+    ] {
+        let text = format!("[j]\nsize=1m\n{opt}\n");
+        let (msg, _, option) = refuse(&text);
+        assert_eq!(option.as_deref(), Some(name), "{opt}: {msg}");
+        assert!(msg.contains("not modelled yet"), "{opt}: {msg}");
+    }
+}
+
+/// Every refused core option is refused by the simulator when set to a value
+/// that is not its default (one value per option type).
+#[test]
+fn every_refused_core_option_stops_the_job() {
+    for d in all_options() {
+        let Status::Refused(reason) = status(d).0 else {
+            continue;
+        };
+        let Some(value) = non_default_value(d) else {
+            continue;
+        };
+        let text = format!("[j]\nsize=1m\n{}{value}\n", d.name);
+        match fio_procs_from_text("job.fio", &text, &machine()) {
+            Err(SimError::Job { message, line, .. }) => {
+                assert!(message.contains(reason), "{}: {message}", d.name);
+                assert_eq!(line, Some(3), "{}: {message}", d.name);
+            }
+            // Refused by the parser itself (value checks, deprecation).
+            Err(SimError::Fio(_)) => {}
+            Err(e) => panic!("{}: {e}", d.name),
+            Ok(_) => panic!("{}{value}: refused option accepted", d.name),
+        }
+    }
+}
+
+/// A value of the option's type that differs from its default, if one is easy
+/// to name; `None` for free strings whose valid values depend on the host.
+fn non_default_value(d: &iostack_workload::OptDef) -> Option<String> {
+    use iostack_workload::OptKind::*;
+    let changes = |v: &str| !iostack_workload::options::is_default(d, Some(v));
+    if let Some((v, _)) = d.values.iter().find(|(v, _)| changes(v)) {
+        return Some(format!("={v}"));
+    }
+    match d.kind {
+        Bool => Some(if d.default == Some("1") { "=0" } else { "=1" }.into()),
+        StrSet if d.default != Some("1") => Some(String::new()),
+        Int | Ull | StrVal | StrValTime | StrValZone => {
+            Some(if d.default == Some("2") { "=3" } else { "=2" }.into())
+        }
+        _ => None,
+    }
+}
+
+/// I/Os the single process of a job did (reads and writes).
+fn ios_of(text: &str) -> u64 {
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine();
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let (r, _) = Simulation::new(cfg).unwrap().run();
+    let p = r.procs.last().unwrap();
+    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
+    p.dirs[0].ios + p.dirs[1].ios
+}
+
+/// `number_ios=100` issues exactly 100 I/Os (fio's `exceeds_number_ios`), for a
+/// sync and an async engine, direct and buffered; without it the job does its
+/// whole size.
+#[test]
+fn number_ios_issues_exactly_that_many() {
+    for extra in [
+        "direct=1",
+        "direct=1\nioengine=libaio\niodepth=8",
+        "direct=0",
+    ] {
+        let base = format!("[j]\nrw=randread\nbs=4k\nsize=4m\n{extra}\n");
+        assert_eq!(ios_of(&format!("{base}number_ios=100\n")), 100, "{extra}");
+        assert_eq!(ios_of(&base), 1024, "{extra}");
+    }
+}
+
+/// `loops=3` reads the file three times (fio's `keep_running`), sequential and
+/// random; with buffered I/O it is refused (fio drops the cache at each loop).
+#[test]
+fn loops_repeat_the_job() {
+    for rw in ["read", "randread", "randwrite"] {
+        let base = format!("[j]\nrw={rw}\nbs=4k\nsize=1m\ndirect=1\n");
+        assert_eq!(ios_of(&base), 256, "{rw}");
+        assert_eq!(ios_of(&format!("{base}loops=3\n")), 768, "{rw}");
+    }
+    let (msg, _, option) = refuse("[j]\nsize=1m\ndirect=0\nloops=2\n");
+    assert_eq!(option.as_deref(), Some("loops"), "{msg}");
+}
+
+/// (I/Os, bytes) of the single process of a job.
+fn ios_bytes_of(text: &str) -> (u64, u64) {
+    let ios = ios_of(text);
+    (ios, BYTES.with(|b| b.get()))
+}
+
+thread_local! {
+    static BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// `bssplit=4k/50:64k/50`: half the I/Os of each size, within four binomial
+/// standard deviations, read from the mean I/O size (fio's `get_next_buflen`).
+#[test]
+fn bssplit_gives_each_size_its_share() {
+    let (ios, bytes) = ios_bytes_of("[j]\nrw=read\ndirect=1\nsize=64m\nbssplit=4k/50:64k/50\n");
+    assert_eq!(bytes, 64 << 20);
+    let n = ios as f64;
+    // bytes = ios * 4k + big * 60k.
+    let big = (bytes - ios * 4096) as f64 / 61440.0;
+    let share = big / n;
+    let bound = 4.0 * (0.25 / n).sqrt();
+    assert!((share - 0.5).abs() < bound, "{big} of {ios} I/Os were 64k");
+    // Without it, every I/O is 4k.
+    assert_eq!(ios_bytes_of("[j]\nrw=read\ndirect=1\nsize=64m\n").0, 16384);
+}
+
+/// `bsrange=4k-64k`: fio's `minbs + maxbs * r` (r in [0, 1)) rounded down to 4k
+/// and capped at 64k: 1 + floor(16 r) blocks of 4k, each of 1..=16 with 1/16,
+/// mean 8.5 blocks, variance 21.25.
+#[test]
+fn bsrange_follows_fios_formula() {
+    let (ios, bytes) =
+        ios_bytes_of("[j]\nrw=randread\nnorandommap\ndirect=1\nsize=64m\nbsrange=4k-64k\n");
+    let mean_blocks = bytes as f64 / ios as f64 / 4096.0;
+    let sd = 21.25f64.sqrt() / (ios as f64).sqrt();
+    assert!(
+        (mean_blocks - 8.5).abs() < 4.0 * sd,
+        "mean {mean_blocks} blocks over {ios}"
+    );
+    assert_eq!(bytes % 4096, 0);
+    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
+    assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
+}

@@ -1,0 +1,663 @@
+//! What the simulator does with each option of the table: every option of fio's
+//! core table, of the built-in profiles and of the supported engines carries one
+//! [`Status`], so that no option that changes what fio sends to the device is
+//! accepted and then ignored. `docs/fio-options.md` and `iostack run
+//! --help-options` are generated from [`STATUS`] by [`markdown`].
+
+use super::{OptDef, OptKind, Scope, ENGINE_OPTIONS};
+
+/// What iostack does with an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The simulation does what fio does with it.
+    Simulated,
+    /// Changes nothing fio sends to the device (reporting, buffer contents, host
+    /// bookkeeping); accepted.
+    OutputOnly,
+    /// Refused with this reason whenever the option is set to anything but its
+    /// default (a default value changes nothing).
+    Refused(&'static str),
+}
+
+/// Reason: the mechanism exists in fio and could be simulated, but is not yet.
+pub const NOT_YET: &str = "not modelled yet";
+/// Reason: the option is about the host's hardware, not the I/O stack.
+pub const NO_HW: &str = "has no meaning without real hardware";
+/// Reason: the option runs host programs or touches the host system.
+pub const HOST: &str = "acts on the host system, which a simulator does not have";
+/// Reason: depends on an option that is itself refused.
+pub const PARENT: &str = "belongs to an option that is not modelled yet";
+
+use Status::{OutputOnly as Out, Refused as No, Simulated as Sim};
+
+/// The status of every option, by scope: core, then engine-private, then profile.
+/// A test holds this table to the option table (every option exactly once).
+pub static STATUS: &[(&str, Status, &str)] = &[
+    ("description", Out, "printed in the report"),
+    ("name", Sim, "names the job and its files"),
+    ("wait_for", No(NOT_YET), ""),
+    (
+        "filename",
+        Sim,
+        "one file per job; several files are refused",
+    ),
+    ("directory", Sim, "one directory; a ':' list is refused"),
+    ("filename_format", No(NOT_YET), ""),
+    (
+        "unique_filename",
+        Out,
+        "changes names only in client/server mode",
+    ),
+    ("lockfile", No(NOT_YET), ""),
+    ("opendir", No(NOT_YET), ""),
+    (
+        "rw",
+        Sim,
+        "read, write, rw, randread, randwrite, randrw; trim and ':N' refused",
+    ),
+    ("rw_sequencer", No(NOT_YET), ""),
+    (
+        "ioengine",
+        Sim,
+        "sync engines and libaio/io_uring/posixaio; others refused",
+    ),
+    (
+        "iodepth",
+        Sim,
+        "async engines; sync engines keep one I/O in flight, as in fio",
+    ),
+    ("iodepth_batch", No(NOT_YET), ""),
+    ("iodepth_batch_complete_min", No(NOT_YET), ""),
+    ("iodepth_batch_complete_max", No(NOT_YET), ""),
+    ("iodepth_low", No(NOT_YET), ""),
+    ("serialize_overlap", No(NOT_YET), ""),
+    ("io_submit_mode", No(NOT_YET), ""),
+    ("size", Sim, "bytes; a percentage or zones are refused"),
+    ("io_size", Sim, "bytes; a percentage or zones are refused"),
+    ("fill_device", No(NOT_YET), ""),
+    ("filesize", No(NOT_YET), ""),
+    ("file_append", No(NOT_YET), ""),
+    ("offset", Sim, "bytes; a percentage or zones are refused"),
+    ("offset_align", No(NOT_YET), ""),
+    (
+        "offset_increment",
+        Sim,
+        "bytes; a percentage or zones are refused",
+    ),
+    (
+        "number_ios",
+        Sim,
+        "stops after N I/Os issued; with time_based refused",
+    ),
+    ("bs", Sim, "per direction (read, write)"),
+    ("ba", No(NOT_YET), ""),
+    (
+        "bsrange",
+        Sim,
+        "fio's get_next_buflen; random I/O needs norandommap",
+    ),
+    (
+        "bssplit",
+        Sim,
+        "fio's get_next_buflen; random I/O needs norandommap",
+    ),
+    ("bs_unaligned", No(NOT_YET), ""),
+    ("bs_is_seq_rand", No(NOT_YET), ""),
+    ("randrepeat", No(NOT_YET), ""),
+    ("randseed", No(NOT_YET), ""),
+    (
+        "norandommap",
+        Sim,
+        "random offsets may repeat within a pass",
+    ),
+    ("softrandommap", No(NOT_YET), ""),
+    ("random_generator", No(NOT_YET), ""),
+    ("random_distribution", No(NOT_YET), ""),
+    ("percentage_random", No(NOT_YET), ""),
+    ("percentage_sequential", No("deprecated in fio"), ""),
+    ("allrandrepeat", No(NOT_YET), ""),
+    ("nrfiles", No(NOT_YET), ""),
+    ("openfiles", No(NOT_YET), ""),
+    ("file_service_type", No(NOT_YET), ""),
+    ("fallocate", No(NOT_YET), ""),
+    ("fadvise_hint", No(NOT_YET), ""),
+    ("fsync", Sim, "fsync after every N writes"),
+    ("fdatasync", No(NOT_YET), ""),
+    ("write_barrier", No(NOT_YET), ""),
+    ("sync_file_range", No(NOT_YET), ""),
+    ("direct", Sim, "O_DIRECT through the direct-I/O bio builder"),
+    ("atomic", No(NO_HW), ""),
+    ("buffered", Sim, "buffered I/O through the page cache"),
+    (
+        "overwrite",
+        Sim,
+        "a write-only job without it recreates its file",
+    ),
+    (
+        "loops",
+        Sim,
+        "direct I/O over the whole region; buffered refused",
+    ),
+    (
+        "numjobs",
+        Sim,
+        "one process per clone, each on its own file",
+    ),
+    ("startdelay", Sim, "a single delay; a range is refused"),
+    ("runtime", Sim, ""),
+    ("time_based", Sim, ""),
+    ("verify_only", No(NOT_YET), ""),
+    ("ramp_time", No(NOT_YET), ""),
+    ("clocksource", Out, "the simulated clock is exact"),
+    (
+        "mem",
+        Out,
+        "where I/O buffers live; no effect on the requests",
+    ),
+    (
+        "iomem_align",
+        Out,
+        "buffer alignment; no effect on the requests",
+    ),
+    ("verify", No(NOT_YET), ""),
+    ("do_verify", No(PARENT), ""),
+    ("verifysort", Out, "ignored by fio itself (soft-deprecated)"),
+    (
+        "verifysort_nr",
+        Out,
+        "ignored by fio itself (soft-deprecated)",
+    ),
+    ("verify_interval", No(PARENT), ""),
+    ("verify_offset", No(PARENT), ""),
+    ("verify_pattern", No(PARENT), ""),
+    ("verify_fatal", No(PARENT), ""),
+    ("verify_dump", No(PARENT), ""),
+    ("verify_async", No(PARENT), ""),
+    ("verify_backlog", No(PARENT), ""),
+    ("verify_backlog_batch", No(PARENT), ""),
+    ("verify_async_cpus", No(PARENT), ""),
+    ("experimental_verify", No(PARENT), ""),
+    ("verify_state_load", No(PARENT), ""),
+    ("verify_state_save", No(PARENT), ""),
+    ("trim_percentage", No(NOT_YET), ""),
+    ("trim_verify_zero", No(PARENT), ""),
+    ("trim_backlog", No(PARENT), ""),
+    ("trim_backlog_batch", No(PARENT), ""),
+    ("write_iolog", No(NOT_YET), ""),
+    ("read_iolog", No(NOT_YET), ""),
+    ("read_iolog_chunked", No(PARENT), ""),
+    ("replay_no_stall", No(PARENT), ""),
+    ("replay_redirect", No(PARENT), ""),
+    ("replay_scale", No(PARENT), ""),
+    ("replay_align", No(PARENT), ""),
+    ("replay_time_scale", No(PARENT), ""),
+    ("replay_skip", No(PARENT), ""),
+    ("merge_blktrace_file", No(NOT_YET), ""),
+    ("merge_blktrace_scalars", No(PARENT), ""),
+    ("merge_blktrace_iters", No(PARENT), ""),
+    ("exec_prerun", No(HOST), ""),
+    ("exec_postrun", No(HOST), ""),
+    ("ioscheduler", No(NOT_YET), "use --sched"),
+    ("zonemode", No(NOT_YET), ""),
+    ("zonesize", No(PARENT), ""),
+    ("zonecapacity", No(PARENT), ""),
+    ("zonerange", No(PARENT), ""),
+    ("zoneskip", No(PARENT), ""),
+    ("read_beyond_wp", No(PARENT), ""),
+    ("max_open_zones", No(PARENT), ""),
+    ("job_max_open_zones", No(PARENT), ""),
+    ("ignore_zone_limits", No(PARENT), ""),
+    ("zone_reset_threshold", No(PARENT), ""),
+    ("zone_reset_frequency", No(PARENT), ""),
+    (
+        "lockmem",
+        No(NOT_YET),
+        "pinned memory would shrink the page cache",
+    ),
+    ("rwmixread", Sim, ""),
+    ("rwmixwrite", Sim, ""),
+    ("rwmixcycle", No("deprecated in fio"), ""),
+    (
+        "nice",
+        No(NOT_YET),
+        "CFQ derives the I/O priority from nice",
+    ),
+    ("prio", Sim, "I/O priority level"),
+    ("prioclass", Sim, "I/O priority class"),
+    ("thinktime", No(NOT_YET), ""),
+    ("thinktime_spin", No(PARENT), ""),
+    ("thinktime_blocks", No(PARENT), ""),
+    ("thinktime_blocks_type", No(PARENT), ""),
+    ("thinktime_iotime", No(PARENT), ""),
+    ("rate", No(NOT_YET), ""),
+    ("rate_min", No(NOT_YET), ""),
+    ("rate_iops", No(NOT_YET), ""),
+    ("rate_iops_min", No(NOT_YET), ""),
+    ("rate_process", No(PARENT), ""),
+    ("rate_cycle", No(PARENT), ""),
+    ("rate_ignore_thinktime", No(PARENT), ""),
+    ("max_latency", No(NOT_YET), ""),
+    ("latency_target", No(NOT_YET), ""),
+    ("latency_window", No(PARENT), ""),
+    ("latency_percentile", No(PARENT), ""),
+    ("latency_run", No(PARENT), ""),
+    (
+        "invalidate",
+        No(NOT_YET),
+        "the page cache is not dropped before a job",
+    ),
+    ("sync", No(NOT_YET), ""),
+    ("write_hint", No(NOT_YET), ""),
+    ("create_serialize", No(NOT_YET), ""),
+    ("create_fsync", No(NOT_YET), ""),
+    ("create_on_open", No(NOT_YET), ""),
+    ("create_only", No(NOT_YET), ""),
+    ("allow_file_create", No(NOT_YET), ""),
+    (
+        "allow_mounted_write",
+        Out,
+        "a safety check of fio's; no effect on the requests",
+    ),
+    ("pre_read", No(NOT_YET), ""),
+    (
+        "cpumask",
+        No(NOT_YET),
+        "processes are placed on CPUs by the simulator",
+    ),
+    (
+        "cpus_allowed",
+        No(NOT_YET),
+        "processes are placed on CPUs by the simulator",
+    ),
+    ("cpus_allowed_policy", No(NOT_YET), ""),
+    ("numa_cpu_nodes", No(NO_HW), ""),
+    ("numa_mem_policy", No(NO_HW), ""),
+    ("end_fsync", Sim, ""),
+    ("fsync_on_close", No(NOT_YET), ""),
+    ("unlink", No(NOT_YET), ""),
+    ("unlink_each_loop", No(NOT_YET), ""),
+    ("exitall", No(NOT_YET), ""),
+    ("exit_what", No(PARENT), ""),
+    (
+        "exitall_on_error",
+        Out,
+        "the simulated device returns no errors",
+    ),
+    ("stonewall", Sim, ""),
+    ("new_group", Sim, "starts a new reporting group"),
+    (
+        "thread",
+        Out,
+        "threads and processes issue the same requests",
+    ),
+    (
+        "per_job_logs",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    ("write_bw_log", No(NOT_YET), "log files are not written"),
+    ("write_lat_log", No(NOT_YET), "log files are not written"),
+    ("write_iops_log", No(NOT_YET), "log files are not written"),
+    (
+        "log_entries",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_avg_msec",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_hist_msec",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_hist_coarseness",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    ("write_hist_log", No(NOT_YET), "log files are not written"),
+    (
+        "log_max_value",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_offset",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_prio",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_compression",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_compression_cpus",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_store_compressed",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_unix_epoch",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_alternate_epoch",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    (
+        "log_alternate_epoch_clock_id",
+        Out,
+        "log files are not written (write_*_log is refused)",
+    ),
+    ("block_error_percentiles", Out, "report only"),
+    ("bwavgtime", Out, "report only"),
+    ("iopsavgtime", Out, "report only"),
+    ("group_reporting", Out, "report only"),
+    ("stats", Out, "report only"),
+    (
+        "zero_buffers",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "refill_buffers",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "scramble_buffers",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "buffer_pattern",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "buffer_compress_percentage",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "buffer_compress_chunk",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "dedupe_percentage",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "dedupe_global",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "dedupe_mode",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    (
+        "dedupe_working_set_percentage",
+        Out,
+        "data contents: no device model compresses or dedupes",
+    ),
+    ("clat_percentiles", Out, "report only"),
+    ("lat_percentiles", Out, "report only"),
+    ("slat_percentiles", Out, "report only"),
+    ("percentile_list", Out, "report only"),
+    ("significant_figures", Out, "report only"),
+    ("disk_util", Out, "report only"),
+    ("gtod_reduce", Out, "report only"),
+    ("disable_lat", Out, "report only"),
+    ("disable_clat", Out, "report only"),
+    ("disable_slat", Out, "report only"),
+    ("disable_bw_measurement", Out, "report only"),
+    ("gtod_cpu", Out, "the simulated clock costs nothing"),
+    ("unified_rw_reporting", Out, "report only"),
+    (
+        "continue_on_error",
+        Out,
+        "the simulated device returns no errors",
+    ),
+    (
+        "ignore_error",
+        Out,
+        "the simulated device returns no errors",
+    ),
+    ("error_dump", Out, "the simulated device returns no errors"),
+    ("profile", No(NOT_YET), ""),
+    (
+        "cgroup",
+        No(NOT_YET),
+        "blkio cgroup weights change CFQ's service",
+    ),
+    ("cgroup_nodelete", Out, "host bookkeeping"),
+    (
+        "cgroup_weight",
+        No(NOT_YET),
+        "blkio cgroup weights change CFQ's service",
+    ),
+    ("uid", Out, "host bookkeeping"),
+    ("gid", Out, "host bookkeeping"),
+    (
+        "kb_base",
+        Out,
+        "report units (sizes in the job file are parsed with it)",
+    ),
+    ("unit_base", Out, "report units"),
+    (
+        "hugepage-size",
+        Out,
+        "buffer memory; no effect on the requests",
+    ),
+    ("flow_id", No(NOT_YET), ""),
+    ("flow", No(NOT_YET), ""),
+    (
+        "flow_watermark",
+        Out,
+        "ignored by fio itself (soft-deprecated)",
+    ),
+    ("flow_sleep", No(PARENT), ""),
+    ("steadystate", No(NOT_YET), ""),
+    ("steadystate_duration", No(PARENT), ""),
+    ("steadystate_ramp_time", No(PARENT), ""),
+];
+
+/// Engine-private options, by name (an option of several engines is listed once).
+pub static ENGINE_STATUS: &[(&str, Status, &str)] = &[
+    ("hipri", No(NOT_YET), "polled completion"),
+    ("hipri_percentage", No(NOT_YET), ""),
+    ("uncached", No(NOT_YET), ""),
+    ("nowait", No(NOT_YET), ""),
+    ("userspace_reap", No(NOT_YET), ""),
+    ("cmdprio_percentage", No(NOT_YET), ""),
+    ("cmdprio_class", No(NOT_YET), ""),
+    ("cmdprio", No(NOT_YET), ""),
+    ("cmdprio_bssplit", No(NOT_YET), ""),
+    ("fixedbufs", No(NOT_YET), "changes the engine's CPU cost"),
+    (
+        "registerfiles",
+        No(NOT_YET),
+        "changes the engine's CPU cost",
+    ),
+    ("sqthread_poll", No(NOT_YET), ""),
+    ("sqthread_poll_cpu", No(NOT_YET), ""),
+    ("nonvectored", No(NOT_YET), ""),
+    ("force_async", No(NOT_YET), ""),
+    ("cmd_type", No(NOT_YET), ""),
+    ("thp", No(NOT_YET), ""),
+];
+
+/// Profile options: the `act` and `tiobench` profiles read them only when
+/// `profile=` selects the profile (refused); otherwise fio parses and ignores them.
+pub static PROFILE_STATUS: Status = Status::OutputOnly;
+
+/// The status of an option of the table.
+pub fn status(def: &OptDef) -> (Status, &'static str) {
+    let table = match def.scope {
+        Scope::Core => STATUS,
+        Scope::Engine(_) => ENGINE_STATUS,
+        Scope::Profile(_) => return (PROFILE_STATUS, "read only with profile=, which is refused"),
+    };
+    table
+        .iter()
+        .find(|(n, _, _)| *n == def.name)
+        .map(|(_, s, note)| (*s, *note))
+        .unwrap_or((Status::Refused(NOT_YET), ""))
+}
+
+/// Whether `value` (as expanded; `None` for a bare option) is the option's
+/// default, i.e. changes nothing. Per-direction lists are default when every
+/// part is.
+pub fn is_default(def: &OptDef, value: Option<&str>) -> bool {
+    let Some(v) = value else {
+        // A bare set-type option means 1.
+        return def.default == Some("1");
+    };
+    let numeric = !matches!(
+        def.kind,
+        OptKind::Str | OptKind::StrMulti | OptKind::StrStore | OptKind::FloatList
+    );
+    let dflt: Vec<&str> = def
+        .default
+        .unwrap_or(if numeric { "0" } else { "" })
+        .split(',')
+        .collect();
+    v.split(',').enumerate().all(|(i, part)| {
+        let d = dflt.get(i).or(dflt.last()).copied().unwrap_or("");
+        part_is_default(def, part.trim(), d)
+    })
+}
+
+fn part_is_default(def: &OptDef, v: &str, dflt: &str) -> bool {
+    if v.eq_ignore_ascii_case(dflt) || (v.is_empty() && dflt.is_empty()) {
+        return true;
+    }
+    // `sync=0` is `sync=none`.
+    if def.name == "sync" && v == "0" {
+        return true;
+    }
+    match (parse_int(v), parse_int(dflt)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn parse_int(s: &str) -> Option<i128> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => i128::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn status_text(s: Status) -> String {
+    match s {
+        Status::Simulated => "simulated".into(),
+        Status::OutputOnly => "output only".into(),
+        Status::Refused(r) => format!("refused: {r}"),
+    }
+}
+
+/// The option reference (`docs/fio-options.md`), generated from the tables.
+pub fn markdown() -> String {
+    let mut s = String::from(
+        "# fio options in iostack\n\n\
+         Generated from `crates/iostack-workload/src/options/status.rs` by \
+         `iostack run --help-options`; a test keeps it up to date.\n\n\
+         Every option of fio 3.33's table is *simulated* (the simulation does what \
+         fio does with it), *output only* (it changes nothing fio sends to the \
+         device) or *refused* with the reason given: a job that sets a refused \
+         option to anything but its default stops with `file:line: option: reason`. \
+         No option that changes what fio sends to the device is accepted and ignored.\n",
+    );
+    let mut section = |title: &str, defs: &mut dyn Iterator<Item = &'static OptDef>| {
+        s.push_str(&format!(
+            "\n## {title}\n\n| option | status | note |\n|---|---|---|\n"
+        ));
+        let mut seen = std::collections::BTreeSet::new();
+        for d in defs {
+            if !seen.insert(d.name) {
+                continue;
+            }
+            let (st, note) = status(d);
+            s.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                d.name,
+                status_text(st),
+                note
+            ));
+        }
+    };
+    section("Core options", &mut super::CORE_OPTIONS.iter());
+    section("Engine options", &mut ENGINE_OPTIONS.iter());
+    section(
+        "Profile options (act, tiobench)",
+        &mut super::PROFILE_OPTIONS.iter(),
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_option_has_exactly_one_status() {
+        for d in super::super::CORE_OPTIONS {
+            let n = STATUS.iter().filter(|(n, _, _)| *n == d.name).count();
+            assert_eq!(n, 1, "core option {} has {n} status entries", d.name);
+        }
+        for d in ENGINE_OPTIONS {
+            let n = ENGINE_STATUS
+                .iter()
+                .filter(|(n, _, _)| *n == d.name)
+                .count();
+            assert_eq!(n, 1, "engine option {} has {n} status entries", d.name);
+        }
+        for (name, _, _) in STATUS {
+            assert!(
+                super::super::CORE_OPTIONS.iter().any(|d| d.name == *name),
+                "{name} is not a core option"
+            );
+        }
+        for (name, _, _) in ENGINE_STATUS {
+            assert!(ENGINE_OPTIONS.iter().any(|d| d.name == *name), "{name}");
+        }
+    }
+
+    #[test]
+    fn defaults_change_nothing_and_other_values_do() {
+        let f = |n: &str| super::super::find_option(n).unwrap();
+        assert!(is_default(f("sync"), Some("0")));
+        assert!(is_default(f("sync"), Some("none")));
+        assert!(!is_default(f("sync"), Some("1")));
+        assert!(is_default(f("rate"), Some("0,0")));
+        assert!(!is_default(f("rate"), Some("0,1m")));
+        assert!(is_default(f("loops"), Some("1")));
+        assert!(is_default(f("percentage_random"), Some("100")));
+        assert!(!is_default(f("percentage_random"), Some("100,50")));
+        assert!(!is_default(f("loops"), Some("3")));
+        assert!(!is_default(f("exitall"), None));
+        assert!(is_default(f("verify"), Some("0")));
+        assert!(!is_default(f("verify"), Some("md5")));
+        assert!(!is_default(f("ioscheduler"), Some("deadline")));
+    }
+}
