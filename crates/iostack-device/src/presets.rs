@@ -25,6 +25,16 @@ impl DeviceSpec {
             DeviceSpec::Raid0(p) => Box::new(Raid0::new(p.clone(), rng)),
         }
     }
+
+    /// The capacity the built model reports (`Device::capacity_sectors`),
+    /// without building it.
+    pub fn capacity_sectors(&self) -> u64 {
+        match self {
+            DeviceSpec::Fixed(p) => p.capacity_sectors,
+            DeviceSpec::Hdd(p) => p.capacity_sectors,
+            DeviceSpec::Raid0(p) => p.capacity_sectors(),
+        }
+    }
 }
 
 /// Fixed-latency presets (name, description).
@@ -113,4 +123,18 @@ pub fn list() -> Vec<(String, String)> {
         v.push((n.to_string(), d.to_string()));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_capacity_is_the_built_models() {
+        for (name, _) in list() {
+            let spec = lookup(&name).expect("listed preset");
+            let built = spec.build(Rng::stream(iostack_des::Seed(1), "device"));
+            assert_eq!(spec.capacity_sectors(), built.capacity_sectors(), "{name}");
+        }
+    }
 }
