@@ -4,12 +4,22 @@
 //! threshold, the legacy elevator, `request_fn`); a 2.4 `ll_rw_blk` queue and
 //! blk-mq sit beside it behind the same trait.
 //!
+//! Plugs belong to tasks. The caller says, for a task, where the kernel of each
+//! era has a plugging call: a batch of submissions starts (`start_plug`) and ends
+//! (`finish_plug`), a task that will wait for its I/O kicks the device
+//! (`unplug`), a task goes to sleep (`sleep`). Each era does what its kernel does
+//! at that point and nothing at the others: the 2.6.28-2.6.38 queue keeps one plug
+//! per queue and acts on `unplug` only; 2.6.39+ and blk-mq keep the task's
+//! on-stack `struct blk_plug` and act on `start_plug`, `finish_plug` and `sleep`;
+//! 2.4 runs `tq_disk` on `unplug`.
+//!
 //! Like every layer, a queue is sans-IO: each call takes the time and returns its
-//! effects in `BlockOut` (completed bios, woken submitters, timers to arm).
+//! effects in `BlockOut` (completed bios, woken submitters, timers to arm, work
+//! for kblockd).
 
 use crate::bio::Bio;
-use crate::queue::{BlockOut, Ctx, QueueEvent, QueueStats, RequestQueue, Submit};
-use iostack_core::Tracer;
+use crate::queue::{BlockOut, BlockWork, Ctx, QueueEvent, QueueStats, RequestQueue, Submit};
+use iostack_core::{TaskId, Tracer};
 use iostack_des::Instant;
 use iostack_device::Device;
 
@@ -19,15 +29,64 @@ pub trait BlockQueue {
     /// request (`Submit::Sleeping`) until `BlockOut::woken` names it.
     fn submit_bio(&mut self, now: Instant, bio: Bio, tr: &mut Tracer, out: &mut BlockOut)
         -> Submit;
-    /// The task `ctx` releases its plug: on the single queue, whose plug belongs
-    /// to the queue, `blk_unplug` of the device (`blk_run_address_space`,
-    /// `sync_page`); with per-task plugs (2.6.39+), `blk_finish_plug`.
-    fn unplug(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
+
+    /// `task` starts a batch of submissions. 2.6.39+ and blk-mq:
+    /// `blk_start_plug` (`current->plug` = an on-stack `struct blk_plug` that
+    /// collects the task's requests). 2.6.28-2.6.38: nothing, the plug is the
+    /// queue's (`blk_plug_device` in `__make_request` when the elevator is
+    /// empty). 2.4: nothing (`__make_request` → `plug_device` puts the queue on
+    /// `tq_disk`). The caller keeps the nesting: only a task's outermost plug
+    /// reaches the queue, as `blk_start_plug` ignores a nested one.
+    fn start_plug(&mut self, task: TaskId);
+    /// `task`'s batch ends (its outermost plug). 2.6.39+ and blk-mq:
+    /// `blk_finish_plug` → `blk_flush_plug_list(plug, false)`: U (explicit) with
+    /// the plug's depth, the requests inserted, the queue run by the task.
+    /// 2.6.28-2.6.38 and 2.4: nothing.
+    fn finish_plug(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    );
+    /// `task`, about to wait for I/O, kicks the device. 2.6.28-2.6.38:
+    /// `blk_run_address_space` / `blk_run_backing_dev` (from `fs/direct-io.c`,
+    /// `sync_page` under `lock_page` and `wait_on_page_writeback`) →
+    /// `blk_backing_dev_unplug` → `blk_unplug`: U with the queue's allocated
+    /// requests, then `q->unplug_fn`. 2.4: `run_task_queue(&tq_disk)` (from
+    /// `block_sync_page`, `__wait_on_buffer`). 2.6.39+: nothing, these calls
+    /// went with per-queue plugging; the task's plug is flushed by
+    /// `finish_plug` or when it sleeps.
+    fn unplug(&mut self, now: Instant, task: TaskId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
+    /// `task` holds a plug and leaves the CPU asleep (`schedule` /
+    /// `io_schedule` with the task not running). 2.6.39+:
+    /// `sched_submit_work` → `blk_schedule_flush_plug` →
+    /// `blk_flush_plug_list(plug, true)`: UT with the plug's depth, and the
+    /// queue run from kblockd (`blk_run_queue_async`); blk-mq flushes the plug
+    /// the same way. 2.6.28-2.6.38 and 2.4: nothing, `schedule` knows no plug
+    /// (the paths that sleep on I/O `unplug` first).
+    fn sleep(&mut self, now: Instant, task: TaskId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
+
     /// Dispatch to the driver (`__blk_run_queue` → `request_fn`) as task `ctx`.
     fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
     /// A timer the queue armed, or the device completing a command (which ends
-    /// in `blk_update_request` and the bios' completions).
+    /// in `blk_update_request` and the bios' completions). Work for kblockd
+    /// (`QueueEvent::Work`) goes to `run_work` instead.
     fn handle(&mut self, now: Instant, ev: QueueEvent, tr: &mut Tracer, out: &mut BlockOut);
+    /// The kblockd task `ctx` runs work the queue gave it
+    /// (`kblockd_schedule_work`, `QueueEvent::Work`).
+    fn run_work(
+        &mut self,
+        now: Instant,
+        work: BlockWork,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    );
+    /// The kblockd task: timer-context work (the elevator's timer) is traced
+    /// as it.
+    fn set_kblockd(&mut self, ctx: Ctx);
     /// `bdi_write_congested` (`sync == false`) / `bdi_read_congested`.
     fn congested(&self, sync: bool) -> bool;
     /// Nothing allocated, plugged, queued or in the device.
@@ -41,6 +100,8 @@ pub trait BlockQueue {
     fn set_checks(&mut self, on: bool);
 }
 
+/// The 2.6.28-2.6.38 single queue: its plug is the queue's, so of the per-task
+/// calls only `unplug` (`blk_unplug`) acts.
 impl BlockQueue for RequestQueue {
     fn submit_bio(
         &mut self,
@@ -51,14 +112,40 @@ impl BlockQueue for RequestQueue {
     ) -> Submit {
         RequestQueue::submit_bio(self, now, bio, tr, out)
     }
-    fn unplug(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+    /// No `blk_start_plug` before 2.6.39.
+    fn start_plug(&mut self, _task: TaskId) {}
+    /// No `blk_finish_plug` before 2.6.39.
+    fn finish_plug(&mut self, _: Instant, _: TaskId, _: Ctx, _: &mut Tracer, _: &mut BlockOut) {}
+    fn unplug(
+        &mut self,
+        now: Instant,
+        _task: TaskId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
         RequestQueue::unplug(self, now, ctx, tr, out)
     }
+    /// `schedule` flushes no plug before 2.6.39.
+    fn sleep(&mut self, _: Instant, _: TaskId, _: Ctx, _: &mut Tracer, _: &mut BlockOut) {}
     fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         RequestQueue::run_queue(self, now, ctx, tr, out)
     }
     fn handle(&mut self, now: Instant, ev: QueueEvent, tr: &mut Tracer, out: &mut BlockOut) {
         RequestQueue::handle(self, now, ev, tr, out)
+    }
+    fn run_work(
+        &mut self,
+        now: Instant,
+        work: BlockWork,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        RequestQueue::run_work(self, now, work, ctx, tr, out)
+    }
+    fn set_kblockd(&mut self, ctx: Ctx) {
+        RequestQueue::set_kblockd(self, ctx)
     }
     fn congested(&self, sync: bool) -> bool {
         RequestQueue::congested(self, sync)

@@ -623,7 +623,8 @@ impl RequestQueue {
                 }
                 if queued {
                     // blk_run_queue_async
-                    out.events.push((now, super::QueueEvent::KickWork));
+                    out.events
+                        .push((now, super::QueueEvent::Work(super::BlockWork::RunQueue)));
                 }
             }
             FlushRole::Seq => {
@@ -635,7 +636,8 @@ impl RequestQueue {
                 }
                 self.flush.data_in_flight -= 1;
                 if self.flush_complete_seq(now, rq, DATA, tr, out) {
-                    out.events.push((now, super::QueueEvent::KickWork));
+                    out.events
+                        .push((now, super::QueueEvent::Work(super::BlockWork::RunQueue)));
                 }
             }
         }

@@ -26,8 +26,8 @@ pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
 pub use queue::{
-    BlockOut, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats, RequestQueue,
-    Submit,
+    BlockOut, BlockWork, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats,
+    RequestQueue, Submit,
 };
 pub use request::{FlushRole, Request, RequestPool, RqId};
 pub use tunables::TUNABLES;

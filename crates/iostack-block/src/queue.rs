@@ -57,9 +57,6 @@ pub struct QueueConfig {
     pub batch_time: Duration,
     /// CPU that takes completion interrupts.
     pub irq_cpu: u32,
-    /// Task that runs kblockd work (unplug work after the timer).
-    pub kblockd_pid: u32,
-    pub kblockd_cpu: u32,
     /// Which flush/barrier code the kernel runs (`FlushEra::of` the profile).
     pub flush_era: FlushEra,
     /// The flags its blktrace records (`TraceMask::of` the profile).
@@ -97,8 +94,6 @@ impl QueueConfig {
             batch_requests: t.get_u64("queue/batch_requests") as u32,
             batch_time: Duration::ms(t.get_u64("queue/batch_time_ms")),
             irq_cpu: 0,
-            kblockd_pid: 0,
-            kblockd_cpu: 0,
             flush_era: FlushEra::of(t.profile()),
             trace_mask: TraceMask::of(t.profile()),
         }
@@ -131,14 +126,23 @@ pub struct CompletedBio {
 pub enum QueueEvent {
     /// `unplug_timer` expiry; stale if the generation moved on.
     UnplugTimer(u64),
-    /// kblockd runs `blk_unplug_work`.
-    UnplugWork,
     /// The elevator's own timer; stale if the generation moved on.
     ElvTimer(u64),
     /// The device completes command `id`.
     DeviceDone(u64),
-    /// kblockd runs the queue for the elevator (`cfq_kick_queue`).
-    KickWork,
+    /// `kblockd_schedule_work`: work for the kblockd task, which the host runs
+    /// through `BlockQueue::run_work` when kblockd gets to it.
+    Work(BlockWork),
+}
+
+/// Work the queue defers to kblockd (`kblockd_schedule_work`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockWork {
+    /// `blk_unplug_work`, queued by the unplug timer (`blk_unplug_timeout`).
+    Unplug,
+    /// A queue run: `cfq_kick_queue` / `as_work_handler` for the elevator,
+    /// `blk_run_queue_async` after a flush sequence.
+    RunQueue,
 }
 
 /// What a queue operation produced for the host.
@@ -235,6 +239,8 @@ pub struct RequestQueue {
     boundary_rq: Option<RqId>,
     plugged: bool,
     unplug_gen: u64,
+    /// The kblockd task, as timer-context work is traced (`set_kblockd`).
+    kblockd: Ctx,
     elv_timer_gen: u64,
     elv_timer_at: Option<Instant>,
     /// `rl->count[sync]`: allocated requests per pool (index 1 = sync).
@@ -283,6 +289,7 @@ impl RequestQueue {
             boundary_rq: None,
             plugged: false,
             unplug_gen: 0,
+            kblockd: Ctx { pid: 0, cpu: 0 },
             elv_timer_gen: 0,
             elv_timer_at: None,
             count: [0; 2],
@@ -299,6 +306,12 @@ impl RequestQueue {
             stats: QueueStats::default(),
             checks: cfg!(debug_assertions),
         }
+    }
+
+    /// The kblockd task: the elevator's timer work is traced as it, and so is
+    /// `QueueEvent::Work` given to `handle` by a host without a kblockd task.
+    pub fn set_kblockd(&mut self, ctx: Ctx) {
+        self.kblockd = ctx;
     }
 
     /// Turn the full invariant check after every operation on or off.
@@ -1039,10 +1052,7 @@ impl RequestQueue {
 
     /// Handle a timed event the queue asked for.
     pub fn handle(&mut self, now: Instant, ev: QueueEvent, tr: &mut Tracer, out: &mut BlockOut) {
-        let kblockd = Ctx {
-            pid: self.cfg.kblockd_pid,
-            cpu: self.cfg.kblockd_cpu,
-        };
+        let kblockd = self.kblockd;
         match ev {
             QueueEvent::UnplugTimer(gen) => {
                 if gen != self.unplug_gen || !self.plugged {
@@ -1053,18 +1063,10 @@ impl RequestQueue {
                 let depth = self.allocated() as u64;
                 let irq = Ctx {
                     pid: 0,
-                    cpu: self.cfg.kblockd_cpu,
+                    cpu: kblockd.cpu,
                 };
                 self.trace_simple(now, irq, Action::UnplugTimer, Pdu::Unplug { depth }, tr);
-                out.events.push((now, QueueEvent::UnplugWork));
-            }
-            QueueEvent::UnplugWork => {
-                // blk_unplug_work: U, then q->unplug_fn = generic_unplug_device.
-                let depth = self.allocated() as u64;
-                self.trace_simple(now, kblockd, Action::UnplugIo, Pdu::Unplug { depth }, tr);
-                if self.plugged {
-                    self.generic_unplug_device_locked(now, kblockd, tr, out);
-                }
+                out.events.push((now, QueueEvent::Work(BlockWork::Unplug)));
             }
             QueueEvent::ElvTimer(gen) => {
                 if gen != self.elv_timer_gen {
@@ -1083,9 +1085,43 @@ impl RequestQueue {
                 self.handle_kick(now, kick, kblockd, tr, out);
             }
             QueueEvent::DeviceDone(id) => self.complete(now, RqId(id as u32), tr, out),
-            QueueEvent::KickWork => self.run_queue(now, kblockd, tr, out),
+            QueueEvent::Work(w) => self.work(now, w, kblockd, tr, out),
         }
         self.check();
+    }
+
+    /// The kblockd task `ctx` runs deferred work.
+    pub fn run_work(
+        &mut self,
+        now: Instant,
+        work: BlockWork,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        self.work(now, work, ctx, tr, out);
+        self.check();
+    }
+
+    fn work(
+        &mut self,
+        now: Instant,
+        work: BlockWork,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        match work {
+            BlockWork::Unplug => {
+                // blk_unplug_work: U, then q->unplug_fn = generic_unplug_device.
+                let depth = self.allocated() as u64;
+                self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth }, tr);
+                if self.plugged {
+                    self.generic_unplug_device_locked(now, ctx, tr, out);
+                }
+            }
+            BlockWork::RunQueue => self.run_queue(now, ctx, tr, out),
+        }
     }
 
     fn handle_kick(
@@ -1099,7 +1135,9 @@ impl RequestQueue {
         match kick {
             Kick::None => {}
             Kick::Now => self.run_queue(now, ctx, tr, out),
-            Kick::Work => out.events.push((now, QueueEvent::KickWork)),
+            Kick::Work => out
+                .events
+                .push((now, QueueEvent::Work(BlockWork::RunQueue))),
         }
     }
 
@@ -1361,7 +1399,8 @@ impl RequestQueue {
             let kick = ectx.kick;
             self.flush_msgs(now, irq, tr);
             if kick == Kick::Work {
-                out.events.push((now, QueueEvent::KickWork));
+                out.events
+                    .push((now, QueueEvent::Work(BlockWork::RunQueue)));
             }
         }
         let woken = self.free_request(rq);

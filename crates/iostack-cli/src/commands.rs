@@ -12,7 +12,7 @@ use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-type Result<T> = std::result::Result<T, CliError>;
+pub(crate) type Result<T> = std::result::Result<T, CliError>;
 
 const COMMON: &[&str] = &[
     "machine",
@@ -66,6 +66,7 @@ fn usage() -> String {
     format!(
         "iostack: a deterministic simulator of the Linux storage I/O stack\n\n\
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
+         iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
@@ -82,6 +83,12 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     match cmd.as_str() {
         "run" => run_fio(&args::parse(rest, COMMON).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
+        "iozone" => {
+            crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
+        "fs_mark" => {
+            crate::tools::run_fs_mark(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {
@@ -102,7 +109,7 @@ fn seed_of(p: &Parsed) -> Result<Seed> {
     }
 }
 
-fn machine_of(p: &Parsed, default: &str) -> Result<Machine> {
+pub(crate) fn machine_of(p: &Parsed, default: &str) -> Result<Machine> {
     let name = p.get("machine").unwrap_or(default);
     if Path::new(name).is_file() {
         let text = std::fs::read_to_string(name).map_err(|e| CliError::io(name, e))?;
@@ -137,7 +144,7 @@ fn layouts(p: &Parsed, m: &Machine) -> Result<Vec<iostack_sim::workload::ProcSpe
     Ok(v)
 }
 
-fn config_of(
+pub(crate) fn config_of(
     p: &Parsed,
     work: Vec<iostack_sim::workload::ProcSpec>,
     m: Machine,

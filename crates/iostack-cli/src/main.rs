@@ -6,6 +6,7 @@ mod commands;
 mod fio_out;
 mod out;
 mod sinks;
+mod tools;
 
 use std::process::ExitCode;
 

@@ -5,6 +5,7 @@
 //! RAID0 controller over member disks). Each declares whether it has a volatile
 //! write cache and takes FUA writes; a flush command empties that cache.
 
+pub mod fc_lun;
 mod fixed;
 pub mod hdd;
 pub mod presets;

@@ -4,6 +4,7 @@
 //! HDD presets live in `hdd::presets()` and RAID0 presets in `raid0::presets()`,
 //! next to the models they parameterise.
 
+use crate::fc_lun::{FcLun, FcLunParams};
 use crate::fixed::{Fixed, FixedParams};
 use crate::hdd::{Hdd, HddParams};
 use crate::raid0::{Raid0, Raid0Params};
@@ -15,6 +16,7 @@ pub enum DeviceSpec {
     Fixed(FixedParams),
     Hdd(HddParams),
     Raid0(Raid0Params),
+    FcLun(FcLunParams),
 }
 
 impl DeviceSpec {
@@ -23,6 +25,7 @@ impl DeviceSpec {
             DeviceSpec::Fixed(p) => Box::new(Fixed::new(p.clone())),
             DeviceSpec::Hdd(p) => Box::new(Hdd::new(p.clone(), rng)),
             DeviceSpec::Raid0(p) => Box::new(Raid0::new(p.clone(), rng)),
+            DeviceSpec::FcLun(p) => Box::new(FcLun::new(p.clone())),
         }
     }
 
@@ -33,6 +36,7 @@ impl DeviceSpec {
             DeviceSpec::Fixed(p) => p.capacity_sectors,
             DeviceSpec::Hdd(p) => p.capacity_sectors,
             DeviceSpec::Raid0(p) => p.capacity_sectors(),
+            DeviceSpec::FcLun(p) => p.capacity_sectors,
         }
     }
 }
@@ -55,6 +59,15 @@ pub const PRESETS: &[(&str, &str)] = &[
          writes acknowledged from NVRAM, 300 us controller overhead + 400 MB/s link, 8 \
          parallel back-end paths, TCQ 128. A fixed-latency stand-in until the array \
          model with NVRAM consistency points exists",
+    ),
+    (
+        "netapp-fc-2010",
+        "seed 003's SAN LUN: a NetApp-like array behind one 4 Gb FC link (400 MB/s per \
+         direction, shared by every command), writes, FUA writes and flushes acknowledged \
+         from NVRAM 200 us after their data arrived, reads from a 2 GiB array cache or \
+         from 14 disks at 6 ms, qla2xxx queue depth 32. Link rate from the 4GFC line \
+         rate; controller latency, cache and disks are assumptions (see fc_lun.rs) for \
+         seed 003's deadline rows to calibrate",
     ),
 ];
 
@@ -97,6 +110,7 @@ pub fn lookup(name: &str) -> Option<DeviceSpec> {
             rotational: true,
             limits: DEFAULT_LIMITS,
         })),
+        "netapp-fc-2010" => Some(DeviceSpec::FcLun(netapp_fc_2010())),
         _ => crate::hdd::presets()
             .into_iter()
             .find(|(n, _, _)| *n == name)
@@ -123,6 +137,41 @@ pub fn list() -> Vec<(String, String)> {
         v.push((n.to_string(), d.to_string()));
     }
     v
+}
+
+/// Seed 003's SAN: "a NetApp array connected via a single fibre channel link".
+///
+/// * Link: 4GFC signals at 4.25 Gbaud with 8b/10b coding, 425 MB/s of bytes,
+///   about 400 MB/s of frame payload per direction (FC-PI-2; the reference's
+///   "4 Gb/s link (about 400 MB/s at most)").
+/// * Queue depth: qla2xxx's default per-LUN depth, `ql2xmaxqdepth` = 32
+///   (drivers/scsi/qla2xxx/qla_os.c of 2.6.3x).
+/// * Write cache and FUA declared: NVRAM acknowledges writes, FUA writes and
+///   SYNCHRONIZE CACHE alike, at the controller's latency (assumption: the LUN
+///   reports WCE and DPOFUA so that the kernel sends flushes, as the seed's
+///   ext4 barrier path would).
+/// * Assumptions, to calibrate on seed 003's deadline rows: controller round
+///   trip 200 us, array cache 2 GiB in 64 KiB chunks, 14 back-end disks (one
+///   RAID-DP group of 16) at 6 ms per read miss (10k rpm FC disks), and a back
+///   end that keeps up with NVRAM's consistency points.
+pub fn netapp_fc_2010() -> FcLunParams {
+    FcLunParams {
+        link_bytes_per_s: 400_000_000,
+        controller_ns: 200_000,
+        disk_read_ns: 6_000_000,
+        disks: 14,
+        cache_bytes: 2 << 30,
+        cache_chunk_bytes: 64 << 10,
+        write_cache: true,
+        fua: true,
+        queue_depth: 32,
+        capacity_sectors: 200 << 21, // a 200 GiB LUN
+        limits: HwLimits {
+            max_hw_sectors: 1024,
+            max_segments: 128,
+            logical_block_size: 512,
+        },
+    }
 }
 
 #[cfg(test)]

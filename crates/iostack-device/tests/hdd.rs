@@ -30,8 +30,9 @@ fn pct(a: u64, b: u64) -> f64 {
     (a as f64 / b as f64 - 1.0) * 100.0
 }
 
-const ALL: [&str; 5] = [
+const ALL: [&str; 6] = [
     "sata-2009",
+    "sata-2010",
     "sata-2009-seed000",
     "ide-2001",
     "sas-15k",

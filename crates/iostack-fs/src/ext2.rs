@@ -82,6 +82,9 @@ pub struct Ext2 {
     /// Next free block of the sequential allocator.
     cursor: u64,
     inodes: Vec<Inode>,
+    /// The first inode of each name (`lookup` without a scan of every inode:
+    /// fs_mark creates tens of thousands of files).
+    names: std::collections::BTreeMap<String, u32>,
     /// Group descriptor table blocks (fixed by the geometry).
     gdt_blocks: u64,
     /// `(group, first data block)` of the allocator's last group.
@@ -99,6 +102,7 @@ impl Ext2 {
             ptrs_bits,
             cursor: 0,
             inodes: Vec::new(),
+            names: std::collections::BTreeMap::new(),
             gdt_blocks: 0,
             alloc_group: (u64::MAX, 0),
             hint: (u32::MAX, 0),
@@ -117,10 +121,7 @@ impl Ext2 {
     }
 
     pub fn lookup(&self, name: &str) -> Option<u32> {
-        self.inodes
-            .iter()
-            .position(|i| i.name == name)
-            .map(|i| i as u32)
+        self.names.get(name).copied()
     }
 
     fn groups(&self) -> u64 {
@@ -247,6 +248,7 @@ impl Ext2 {
             self.cursor = g;
         }
         let ino = self.inodes.len() as u32;
+        self.names.entry(name.to_string()).or_insert(ino);
         self.inodes.push(Inode {
             name: name.to_string(),
             size,

@@ -14,10 +14,12 @@ pub mod dio;
 pub mod ext2;
 pub mod ext4;
 pub mod extent_fs;
+pub mod jbd;
 pub mod mballoc;
 pub mod mount;
 mod rawdev;
 pub mod writepage;
+pub mod writepages;
 pub mod xfs;
 
 pub use extent_fs::{ExtentFs, FileExtent};

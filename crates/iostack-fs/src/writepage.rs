@@ -1,8 +1,8 @@
 //! The file systems' `->writepage(s)` flavours, sans-IO: given the page being
 //! written and its block, which bio goes out now; the block of a page at
 //! writeback (allocating delayed blocks); ext4's `mpage_da_map_blocks`. The page
-//! walk that calls them (`write_cache_pages`) is mm's; the simulation submits the
-//! bios.
+//! walk that calls them (`write_cache_pages`) is mm's, which reaches them
+//! through `FsWriteback` (`writepages.rs`); the simulation submits the bios.
 
 use crate::mount::{MountedFs, WritepageKind};
 use crate::{FileExtent, FsError};

@@ -20,7 +20,31 @@ pub enum FlusherNext {
     Idle,
 }
 
+/// What the flusher thread does when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlusherRun {
+    /// Nothing to do (woken while idle).
+    Idle,
+    /// Back from `congestion_wait`: a new pass was started; run at once.
+    NewPass,
+    /// A step of the running pass (`Vm::writeback_step` on its job).
+    Step,
+}
+
 impl Vm {
+    /// The flusher thread runs: idle, back from `congestion_wait` (the next
+    /// pass of `wb_writeback`'s loop starts), or in a pass.
+    pub fn flusher_run(&mut self, now: Instant) -> FlusherRun {
+        match self.flusher_state {
+            FlusherState::Idle => FlusherRun::Idle,
+            FlusherState::Waiting { kupdate, budget } => {
+                self.start_flusher_pass(kupdate, budget, now);
+                FlusherRun::NewPass
+            }
+            FlusherState::Running { .. } => FlusherRun::Step,
+        }
+    }
+
     /// Start background writeback if the flusher is idle (`pdflush_operation(
     /// background_writeout)`, `bdi_start_background_writeback`). Returns whether
     /// the flusher thread must be woken.

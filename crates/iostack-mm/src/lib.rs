@@ -15,16 +15,19 @@ pub mod readahead;
 pub mod sync_inodes;
 mod tunables;
 pub mod wbc;
+pub mod write_cache_pages;
 pub mod writeback;
+pub mod writeback_job;
 
 pub use bdp::BdpAction;
 pub use bitmap::PageBits;
-pub use flusher::FlusherNext;
+pub use flusher::{FlusherNext, FlusherRun};
 pub use mapping::AddressSpace;
 pub use pagecache::{BufBio, Vm, VmConfig, WbPages};
 pub use readahead::{ondemand_readahead, FileRaState, RaWindow};
 pub use tunables::TUNABLES;
-pub use wbc::{FlusherState, PageRun, Throttle, WbJob, WbStep, Wbc, Wcp};
+pub use wbc::{FlusherState, PageRun, Throttle, WbAction, WbJob, WbStep, Wbc, Wcp};
+pub use write_cache_pages::{PageDone, Restart, WcpCaller, Writepages};
 pub use writeback::{DirtyConfig, DirtyLimits};
 
 /// `PAGE_CACHE_SIZE`.

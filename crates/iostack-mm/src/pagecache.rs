@@ -4,7 +4,7 @@
 //! `b_more_io`) with their `I_SYNC` holders, the flusher thread's state, and the
 //! tasks waiting on pages, on writeback or in `congestion_wait`.
 
-use crate::wbc::FlusherState;
+use crate::wbc::{FlusherState, WbAction};
 use crate::writeback::DirtyLimits;
 use crate::AddressSpace;
 use iostack_core::{Slab, TaskId};
@@ -93,8 +93,7 @@ pub struct Vm {
     /// Mappings under `I_SYNC`: they stay on `b_io` while written
     /// (`__sync_single_inode` moves them only when done), so other passes meet them.
     pub syncing: Vec<u32>,
-    /// The flusher thread, and what it is doing.
-    pub flusher: TaskId,
+    /// What the flusher thread is doing.
     pub flusher_state: FlusherState,
     /// Tasks in `congestion_wait`, with their timeout.
     pub congestion_waiters: Vec<(TaskId, Instant)>,
@@ -109,6 +108,11 @@ pub struct Vm {
     pub lock_waiters: Vec<(TaskId, u32, u64)>,
     /// How many times a writeback caller waited for such a page.
     pub lock_waits: u64,
+    /// The open extents of writeback callers, whose pages they hold locked:
+    /// (task, map, first page, next page).
+    pub wb_extents: Vec<(TaskId, u32, u64, u64)>,
+    /// What the last writeback step asks the simulation to carry out.
+    pub wb_out: Vec<WbAction>,
     /// Pages sent to the disk by writeback, by who sent them.
     pub wb_pages: WbPages,
 }
@@ -131,7 +135,6 @@ impl Vm {
             b_more_io: VecDeque::new(),
             i_sync: Vec::new(),
             syncing: Vec::new(),
-            flusher: TaskId(u32::MAX),
             flusher_state: FlusherState::Idle,
             congestion_waiters: Vec::new(),
             page_waiters: Vec::new(),
@@ -139,6 +142,8 @@ impl Vm {
             ext4_redirtied: 0,
             lock_waiters: Vec::new(),
             lock_waits: 0,
+            wb_extents: Vec::new(),
+            wb_out: Vec::new(),
             wb_pages: WbPages::default(),
         };
         // Mapping 0 is the block device's inode.

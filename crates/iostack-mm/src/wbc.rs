@@ -3,6 +3,7 @@
 //! a task runs (`writeback_inodes` or one mapping for fsync), the flusher's
 //! state between passes and a throttled dirtier's `balance_dirty_pages`.
 
+use iostack_core::TaskId;
 use iostack_des::{Duration, Instant};
 
 /// Pages written by one bio: first page, pages, first block.
@@ -11,6 +12,15 @@ pub struct PageRun {
     pub first: u64,
     pub pages: u64,
     pub pblk: u64,
+}
+
+/// What the simulation carries out after a writeback step, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WbAction {
+    /// Queue write bios for a run of pages of `map` on the caller's queue.
+    Write { map: u32, run: PageRun },
+    /// Wake a task (a `lock_page` waiter whose page was unlocked).
+    Wake(TaskId),
 }
 
 /// The arguments of one writeback pass (`struct writeback_control`).

@@ -7,7 +7,9 @@ pub mod blktrace;
 pub mod dd;
 pub mod filefrag;
 pub mod fio;
+pub mod fs_mark;
 pub mod ftrace;
+pub mod iozone;
 pub mod out;
 
 pub use out::Out;

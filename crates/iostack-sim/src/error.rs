@@ -4,7 +4,7 @@
 
 use crate::machine::MachineError;
 use iostack_core::TunableError;
-use iostack_workload::{DdError, FioError};
+use iostack_workload::{DdError, FioError, FsMarkError, IozoneError};
 
 /// An error of the simulator's library API: a bad input (machine, experiment, fio
 /// job, dd operands, tunable, size), or a configuration the simulated machine
@@ -20,6 +20,12 @@ pub enum SimError {
     /// dd operands that do not parse.
     #[error(transparent)]
     Dd(#[from] DdError),
+    /// An iozone command line that does not parse, or an option not simulated.
+    #[error(transparent)]
+    Iozone(#[from] IozoneError),
+    /// An fs_mark command line that does not parse, or an option not simulated.
+    #[error(transparent)]
+    FsMark(#[from] FsMarkError),
     /// An experiment file: `file[:line]: [field: ]message`.
     #[error("{}{}{message}", at(file, *line), field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
     Experiment {
@@ -136,6 +142,8 @@ impl SimError {
                 e.option.as_deref(),
             ),
             SimError::Dd(e) => (None, None, Some(e.operand.as_str())),
+            SimError::Iozone(e) => (None, None, Some(e.option.as_str())),
+            SimError::FsMark(e) => (None, None, Some(e.option.as_str())),
             SimError::Experiment {
                 file, line, field, ..
             } => (Some(file), *line, field.as_deref()),

@@ -133,7 +133,7 @@ pub struct Procs {
 }
 
 /// Where a path lands on the machine.
-fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
+pub(crate) fn target_of(path: &str, size: u64, m: &Machine) -> Result<Target, String> {
     if path.starts_with("/dev/") {
         return Ok(Target::Device {
             path: path.to_string(),

@@ -3,6 +3,7 @@
 //! throttled in `balance_dirty_pages` like any writer. Its state is
 //! `task::LazyInit`.
 
+use crate::task::KThread;
 use crate::world::Simulation;
 use iostack_des::{Duration, Instant};
 use iostack_mm::Throttle;
@@ -13,7 +14,7 @@ impl Simulation {
         let ranges = self.fs.bdev_dirty_at_mount();
         if !ranges.is_empty() {
             self.lazy.ranges = ranges;
-            let task = self.lazy.task;
+            let task = self.tasks.kthread(KThread::LazyInit);
             self.tracer
                 .process(self.tasks.get(task).pid, "ext4lazyinit");
             self.schedule_task(task, now);
@@ -23,7 +24,7 @@ impl Simulation {
     /// One step of the inode-table zeroing: dirty the next pages of the block
     /// device (up to the ratelimit), then `balance_dirty_pages`.
     pub(crate) fn lazyinit_step(&mut self, now: Instant) {
-        let task = self.lazy.task;
+        let task = self.tasks.kthread(KThread::LazyInit);
         if self.drain_pending(task, now) {
             return;
         }

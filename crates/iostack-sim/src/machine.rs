@@ -116,6 +116,16 @@ pub const MACHINES: &[(&str, &str)] = &[
          as sdb, ext3 on sdb1, 4 CPUs",
     ),
     (
+        "sata-2010",
+        "seed 003's SATA machine: a 2010 7200 rpm SATA disk with write cache (sata-2010 \
+         preset) as sda, ext3 on sda1 at sector 2048, 4 CPUs",
+    ),
+    (
+        "san-2010",
+        "seed 003's SAN machine: a NetApp-like LUN over one 4 Gb FC link with NVRAM \
+         (netapp-fc-2010 preset) as sdb, ext3 on sdb1, 4 CPUs",
+    ),
+    (
         "raid0-2008",
         "seed 001: a 2008 server with a 4-drive hardware RAID0 (raid0-4x-2008 preset) as \
          sdb, ext4 on the whole array, 4 CPUs, 4 GiB of memory",
@@ -204,6 +214,14 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
         }
         "fc-san" => {
             let mut m = base(name, "fc-array")?;
+            m.disk_name = "sdb".into();
+            m.disk = DevT::new(8, 16);
+            m.partition = Some((17, 2048));
+            Ok(m)
+        }
+        "sata-2010" => base(name, "sata-2010"),
+        "san-2010" => {
+            let mut m = base(name, "netapp-fc-2010")?;
             m.disk_name = "sdb".into();
             m.disk = DevT::new(8, 16);
             m.partition = Some((17, 2048));

@@ -1,17 +1,17 @@
 //! The task table: every schedulable entity of the simulated machine, processes
 //! (fio jobs, dd) and kernel threads alike, as the kernel's `task_struct`s. A task
 //! has an identity (pid, CPU, I/O priority), the bios it has built but not yet
-//! submitted, and one blocking state; blocking and waking go through `Tasks`, and
+//! submitted, its plug, and one blocking state; blocking and waking go through `Tasks`, and
 //! the event loop runs a task by its `TaskId` without knowing what it is.
 
-use iostack_block::{Bio, Ctx};
+use iostack_block::{Bio, BlockWork, Ctx};
 use iostack_core::TaskId;
 use iostack_des::Instant;
 use iostack_mm::Throttle;
 use std::collections::VecDeque;
 
-/// A kernel thread the machine runs. Later stacks add theirs here: kblockd as a
-/// task, kjournald / jbd2, 2.4's bdflush and kupdated, blk-mq's kworkers.
+/// A kernel thread the machine runs. Later stacks add theirs here: kjournald /
+/// jbd2, 2.4's bdflush and kupdated, blk-mq's kworkers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum KThread {
     /// The writeback thread: `pdflush` (2.6.28-2.6.31) or the per-bdi
@@ -19,6 +19,10 @@ pub(crate) enum KThread {
     Flusher,
     /// `ext4lazyinit`: the file system's inode-table zeroing.
     LazyInit,
+    /// `kblockd/N`: the block layer's workqueue thread, running the work the
+    /// queue defers to it (`kblockd_schedule_work`: the unplug timer's
+    /// `blk_unplug_work`, the elevators' queue runs).
+    KBlockd,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +63,10 @@ pub(crate) struct Task {
     /// Bios built and not yet submitted (the submitter slept in
     /// `get_request_wait` between two of them).
     pub pending: VecDeque<Bio>,
+    /// `current->plug`: how many plugs the task has started and not finished.
+    /// Only the outermost reaches the block queue (`blk_start_plug` ignores a
+    /// nested plug, `blk_finish_plug` flushes only the task's own).
+    pub plugs: u32,
 }
 
 impl Task {
@@ -75,6 +83,8 @@ impl Task {
 #[derive(Default)]
 pub(crate) struct Tasks {
     v: Vec<Task>,
+    /// The kernel threads started, with their tasks.
+    kthreads: Vec<(KThread, TaskId)>,
 }
 
 impl Tasks {
@@ -91,8 +101,25 @@ impl Tasks {
             blocked,
             cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
+            plugs: 0,
         });
-        TaskId(self.v.len() as u32 - 1)
+        let id = TaskId(self.v.len() as u32 - 1);
+        if let TaskKind::KernelThread(k) = kind {
+            assert!(
+                self.kthreads.iter().all(|&(t, _)| t != k),
+                "{k:?} started twice"
+            );
+            self.kthreads.push((k, id));
+        }
+        id
+    }
+
+    /// The task of kernel thread `k`.
+    pub fn kthread(&self, k: KThread) -> TaskId {
+        match self.kthreads.iter().find(|&&(t, _)| t == k) {
+            Some(&(_, id)) => id,
+            None => panic!("{k:?} is not started"),
+        }
     }
 
     pub fn get(&self, id: TaskId) -> &Task {
@@ -141,6 +168,12 @@ impl Tasks {
     }
 }
 
+/// kblockd's pending work (`kblockd_workqueue`), oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct KBlockd {
+    pub work: VecDeque<BlockWork>,
+}
+
 /// The file system's background zeroing of inode tables through the block
 /// device's page cache (ext4's lazy inode-table initialisation of the 2008
 /// patch queue): a kernel task that dirties one range at a time and is throttled
@@ -152,8 +185,6 @@ pub(crate) struct LazyInit {
     pub off: u64,
     pub dirtied_since: u64,
     pub throttle: Option<Throttle>,
-    /// The `ext4lazyinit` task.
-    pub task: TaskId,
 }
 
 impl LazyInit {
@@ -164,7 +195,31 @@ impl LazyInit {
             off: 0,
             dirtied_since: 0,
             throttle: None,
-            task: TaskId(u32::MAX),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_threads_are_found_by_kind() {
+        let mut t = Tasks::default();
+        let p = t.add(TaskKind::Process(0), 1000, 0, (2, 4));
+        let f = t.add(TaskKind::KernelThread(KThread::Flusher), 190, 0, (2, 4));
+        let k = t.add(TaskKind::KernelThread(KThread::KBlockd), 40, 0, (2, 4));
+        assert_eq!((p, f, k), (TaskId(0), TaskId(1), TaskId(2)));
+        assert_eq!(t.kthread(KThread::KBlockd), k);
+        assert_eq!(t.kthread(KThread::Flusher), f);
+        assert_eq!(t.get(k).blocked, Blocked::No);
+    }
+
+    #[test]
+    #[should_panic(expected = "KBlockd started twice")]
+    fn a_kernel_thread_is_started_once() {
+        let mut t = Tasks::default();
+        t.add(TaskKind::KernelThread(KThread::KBlockd), 40, 0, (2, 4));
+        t.add(TaskKind::KernelThread(KThread::KBlockd), 41, 0, (2, 4));
     }
 }

@@ -42,7 +42,7 @@ pub enum Target {
 }
 
 /// One process (a fio job clone or a dd).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProcSpec {
     /// Task name as blktrace records it (`comm`, at most 15 characters).
     pub comm: String,
@@ -79,6 +79,46 @@ pub struct ProcSpec {
     pub end_fsync: bool,
     /// fsync after every N writes (fio `fsync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Start only once the processes `[a, b)` are done: the next step of one
+    /// program that several processes carry out in turn (fs_mark's file after
+    /// file, a new iteration after the last), where `stonewall` would wait for
+    /// every earlier process.
+    pub after: Option<(u32, u32)>,
+}
+
+/// As derived, with `after` only when set, so that the configuration hash of
+/// every workload without it is what it was before the field existed.
+impl std::fmt::Debug for ProcSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("ProcSpec");
+        d.field("comm", &self.comm)
+            .field("name", &self.name)
+            .field("group", &self.group)
+            .field("target", &self.target)
+            .field("pattern", &self.pattern)
+            .field("read_pct", &self.read_pct)
+            .field("bs", &self.bs)
+            .field("offset", &self.offset)
+            .field("region", &self.region)
+            .field("io_size", &self.io_size)
+            .field("engine", &self.engine)
+            .field("iodepth", &self.iodepth)
+            .field("direct", &self.direct)
+            .field("runtime", &self.runtime)
+            .field("time_based", &self.time_based)
+            .field("startdelay", &self.startdelay)
+            .field("stonewall", &self.stonewall)
+            .field("ioprio", &self.ioprio)
+            .field("pid", &self.pid)
+            .field("cpu", &self.cpu)
+            .field("fresh", &self.fresh)
+            .field("end_fsync", &self.end_fsync)
+            .field("fsync_every", &self.fsync_every);
+        if let Some(a) = &self.after {
+            d.field("after", a);
+        }
+        d.finish()
+    }
 }
 
 impl ProcSpec {
@@ -110,6 +150,7 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            after: None,
         }
     }
 }

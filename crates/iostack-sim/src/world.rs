@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -64,14 +64,19 @@ pub struct SimConfig {
 
 pub(crate) use crate::error::SimError;
 
+/// kblockd's pid, as the traces have always shown it.
+const KBLOCKD_PID: u32 = 40;
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
     /// A task (process or kernel thread) takes its next step.
     Task(TaskId),
-    /// A process notices a completed I/O (after its wake-up latency).
-    IoDone(u32, u32),
-    /// A buffered read or write system call returns.
-    BufDone(u32),
+    /// The owner of a direct I/O whose bios all completed notices it (after
+    /// its wake-up latency): `dio_bio_end_io` woke it, or aio completed the
+    /// iocb.
+    IoDone(BioOwner),
+    /// A process's buffered read or write system call returns.
+    BufDone(TaskId),
     Queue(QueueEvent),
     /// The periodic writeback wakeup (`dirty_writeback_centisecs`).
     WritebackTimer,
@@ -164,6 +169,8 @@ pub struct Simulation {
     observer: Option<Box<dyn IoObserver>>,
     pub(crate) vm: Vm,
     pub(crate) lazy: LazyInit,
+    startq: crate::startq::StartQueue,
+    pub(crate) kblockd: KBlockd,
 }
 
 /// Every tunable table of the stack.
@@ -263,15 +270,13 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        qcfg.kblockd_pid = 40;
-        qcfg.kblockd_cpu = m.irq_cpu;
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
-        tracer.process(qcfg.kblockd_pid, &format!("kblockd/{}", m.irq_cpu));
+        tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
         let vm_cfg = vm_config(m, t);
         let flusher_pid = 190;
         if vm_cfg.pdflush {
@@ -303,18 +308,23 @@ impl Simulation {
             observer: None,
             vm,
             lazy: LazyInit::new(),
+            startq: Default::default(),
+            kblockd: KBlockd::default(),
             cfg,
         };
         sim.setup_procs()?;
         // The kernel threads, after the processes (process i is task i).
         let irq_cpu = sim.cfg.machine.irq_cpu;
         let kthread = TaskKind::KernelThread;
-        sim.vm.flusher = sim
-            .tasks
+        sim.tasks
             .add(kthread(KThread::Flusher), flusher_pid, irq_cpu, (2, 4));
-        sim.lazy.task = sim
-            .tasks
+        sim.tasks
             .add(kthread(KThread::LazyInit), flusher_pid + 1, irq_cpu, (2, 4));
+        let kblockd = sim
+            .tasks
+            .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
+        let ctx = sim.tasks.get(kblockd).ctx();
+        sim.queue.set_kblockd(ctx);
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -516,7 +526,7 @@ impl Simulation {
 
     /// Run, and hand back the I/O observer too.
     pub fn run_observed(mut self) -> RunOutput {
-        self.start_ready_procs(Instant::ZERO);
+        self.start_ready_procs(Instant::ZERO, None);
         let limit = self.cfg.until.map(|d| Instant::ZERO + d);
         let mut until_hit = None;
         let mut last_work = Instant::ZERO;
@@ -538,11 +548,17 @@ impl Simulation {
             }
             match s.event {
                 Ev::Task(t) => self.run_task(t, now),
-                Ev::IoDone(p, slot) => self.io_done(p, slot, now),
+                Ev::IoDone(owner) => {
+                    self.io_done(owner, now);
+                    self.sched_out(owner.task, now);
+                }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
-                Ev::BufDone(p) => self.buf_done(p, now),
+                Ev::BufDone(task) => {
+                    self.buf_done(task, now);
+                    self.sched_out(task, now);
+                }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
             }
@@ -605,8 +621,10 @@ impl Simulation {
 
     fn drain_block_out(&mut self, now: Instant) {
         for i in 0..self.out.events.len() {
-            let (at, ev) = self.out.events[i];
-            self.evq.schedule(at, Ev::Queue(ev));
+            match self.out.events[i] {
+                (at, QueueEvent::Work(w)) => self.queue_work(at, w),
+                (at, ev) => self.evq.schedule(at, Ev::Queue(ev)),
+            }
         }
         self.out.events.clear();
         for i in 0..self.out.woken.len() {
@@ -631,7 +649,7 @@ impl Simulation {
                 }
                 EndIo::DirectIo { slot } => slot,
             };
-            let p = c.owner.task.0;
+            let p = self.proc_of(c.owner.task);
             let s = &mut self.procs[p as usize].slots[slot as usize];
             assert!(
                 s.active && s.bios_left > 0,
@@ -641,22 +659,45 @@ impl Simulation {
             if s.bios_left == 0 {
                 // dio_bio_end_io wakes the submitter (or aio completes the iocb).
                 let at = now + Duration(self.cfg.machine.cpu_wake_ns);
-                self.evq.schedule(at, Ev::IoDone(p, slot));
+                self.evq.schedule(at, Ev::IoDone(c.owner));
             }
         }
         self.out.completed.clear();
     }
 
-    fn start_ready_procs(&mut self, now: Instant) {
+    /// Start the processes that may start now (`finished`: the one that just
+    /// ended, whose waiters are looked at).
+    fn start_ready_procs(&mut self, now: Instant, finished: Option<u32>) {
         let done = |tasks: &Tasks, i: usize| tasks.blocked(TaskId(i as u32)) == Blocked::Done;
-        for i in 0..self.procs.len() {
-            let task = TaskId(i as u32);
+        let extra = if self.startq.initialized() {
+            Vec::new()
+        } else {
+            let v = self.procs.iter().map(|p| {
+                let ino = match p.backing {
+                    Backing::File(ino) => Some(ino),
+                    Backing::Raw { .. } => None,
+                };
+                (p.spec.after.is_some(), ino)
+            });
+            self.startq.init(v.collect::<Vec<_>>().into_iter())
+        };
+        for i in self.startq.candidates(finished, extra) {
+            let (i, task) = (i as usize, TaskId(i));
             if self.tasks.blocked(task) != Blocked::NotStarted {
                 continue;
             }
-            let wall = self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j));
-            if wall {
+            if self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j)) {
                 continue;
+            }
+            // Latest first: the most recent of the range is the likeliest not done.
+            if let Some((a, b)) = self.procs[i].spec.after {
+                let undone = (a as usize..b as usize)
+                    .rev()
+                    .find(|&j| !done(&self.tasks, j));
+                if let Some(j) = undone {
+                    self.startq.wait_for(i as u32, j as u32);
+                    continue;
+                }
             }
             let at = now + self.procs[i].spec.startdelay;
             self.procs[i].start = at;
@@ -664,6 +705,9 @@ impl Simulation {
             self.tasks.block(task, Blocked::No);
             self.schedule_task(task, at);
         }
+        let tasks = &self.tasks;
+        self.startq
+            .retain_plain(|i| tasks.blocked(TaskId(i)) == Blocked::NotStarted);
     }
 
     fn has_work(&self, p: &Proc, now: Instant) -> bool {
@@ -769,9 +813,10 @@ impl Simulation {
 
     /// All bios of an I/O are queued: `blk_run_address_space` unplugs (U), then the
     /// task waits (sync) or goes on submitting (async).
+    /// In 2.6.39+ `do_blockdev_direct_IO` ends its plug here instead.
     fn finish_submission(&mut self, pi: u32, slot: u32, now: Instant) {
-        let ctx = self.tasks.get(TaskId(pi)).ctx();
-        self.queue.unplug(now, ctx, &mut self.tracer, &mut self.out);
+        self.unplug(TaskId(pi), now);
+        self.finish_plug(TaskId(pi), now);
         let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
@@ -937,7 +982,11 @@ impl Simulation {
             // Entirely a hole or past EOF: no I/O, completes at once. A sync
             // caller waits for it like for any I/O (io_done wakes it); an async
             // one goes on to its next I/O.
-            self.evq.schedule(now + cost, Ev::IoDone(pi, slot));
+            let owner = BioOwner {
+                task: TaskId(pi),
+                end_io: EndIo::DirectIo { slot },
+            };
+            self.evq.schedule(now + cost, Ev::IoDone(owner));
             match p.spec.engine {
                 Engine::Sync => self.tasks.block(TaskId(pi), Blocked::OnIo),
                 Engine::Async => self.schedule_task(TaskId(pi), now + cost),
@@ -945,10 +994,16 @@ impl Simulation {
             return;
         }
         p.submitting = Some((slot, 0));
+        // 2.6.39+: do_blockdev_direct_IO plugs around the submission.
+        self.start_plug(TaskId(pi));
         self.schedule_task(TaskId(pi), now + cost);
     }
 
-    fn io_done(&mut self, pi: u32, slot: u32, now: Instant) {
+    fn io_done(&mut self, owner: BioOwner, now: Instant) {
+        let EndIo::DirectIo { slot } = owner.end_io else {
+            panic!("a page-cache bio's completion is not a direct I/O's");
+        };
+        let pi = self.proc_of(owner.task);
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
         assert!(s.active && s.bios_left == 0);
@@ -984,7 +1039,8 @@ impl Simulation {
     }
 
     /// A buffered `read()` or `write()` returns.
-    fn buf_done(&mut self, pi: u32, now: Instant) {
+    fn buf_done(&mut self, task: TaskId, now: Instant) {
+        let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
         let page = iostack_mm::PAGE_SIZE;
@@ -1033,7 +1089,9 @@ impl Simulation {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
+            TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
         }
+        self.sched_out(task, now);
     }
 
     /// Run a task's next step at `at`.
@@ -1053,6 +1111,20 @@ impl Simulation {
         let at = now + Duration(self.cfg.machine.cpu_wake_ns);
         let at = at.max(self.tasks.get(task).cpu_until);
         self.schedule_task(task, at);
+    }
+
+    /// The process (job index) a task is: direct I/O and buffered system calls
+    /// are processes' own.
+    pub(crate) fn proc_of(&self, task: TaskId) -> u32 {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => i,
+            k => panic!("{k:?} is not a process"),
+        }
+    }
+
+    /// The flusher thread's task (pdflush or `flush-MAJ:MIN`).
+    pub(crate) fn flusher(&self) -> TaskId {
+        self.tasks.kthread(KThread::Flusher)
     }
 
     /// Account CPU time a task spends in the kernel (fio's `sys`). Kernel
@@ -1077,6 +1149,7 @@ impl Simulation {
             self.schedule_task(TaskId(pi), now);
             return;
         }
+        let was_done = self.tasks.blocked(TaskId(pi)) == Blocked::Done;
         self.tasks.block(TaskId(pi), Blocked::Done);
         let p = &mut self.procs[pi as usize];
         p.end = Some(now);
@@ -1084,16 +1157,12 @@ impl Simulation {
         // close(): the last writer of a file releases it (`->release`).
         if let Backing::File(ino) = p.backing {
             let wrote = p.result.dirs[1].ios > 0;
-            let tasks = &self.tasks;
-            let others = self.procs.iter().enumerate().any(|(j, q)| {
-                tasks.blocked(TaskId(j as u32)) != Blocked::Done
-                    && matches!(q.backing, Backing::File(i) if i == ino)
-            });
+            let others = self.startq.release(ino, !was_done);
             if wrote && !others {
                 self.fs.release_file(ino);
             }
         }
-        self.start_ready_procs(now);
+        self.start_ready_procs(now, Some(pi));
     }
 
     pub fn events_processed(&self) -> u64 {

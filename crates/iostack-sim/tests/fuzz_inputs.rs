@@ -689,6 +689,129 @@ fn dd_operands_are_simulated_or_refused() {
     no_core_panics(&core);
 }
 
+/// Arguments for the iozone and fs_mark searches (small sizes, so that the runs
+/// stay short).
+const TOOL_ARGS: &[&str] = &[
+    "-s",
+    "-r",
+    "-f",
+    "-e",
+    "-i",
+    "-I",
+    "-o",
+    "-c",
+    "-w",
+    "-a",
+    "-n",
+    "-g",
+    "-y",
+    "-q",
+    "-t",
+    "-R",
+    "-O",
+    "-z",
+    "-d",
+    "-D",
+    "-N",
+    "-L",
+    "-k",
+    "-S",
+    "-p",
+    "-v",
+    "-F",
+    "0",
+    "1",
+    "2",
+    "3",
+    "5",
+    "4",
+    "8",
+    "16",
+    "64",
+    "4k",
+    "128k",
+    "1m",
+    "4096",
+    "8192",
+    "6000",
+    "99999999999999999999",
+    "/mnt/test/a",
+    "/mnt/test/b/c",
+    "/tmp/x",
+    "x",
+];
+
+fn fuzz_tools_are_simulated_or_refused(core: &mut CorePanics) {
+    use iostack_sim::tools;
+    let mut rng = Rng::new(0x2013);
+    let m = machine::preset("null").unwrap();
+    let mut simulated = [0u32; 2];
+    for i in 0..cases(1_500) {
+        let extra: Vec<String> = (0..rng.below(6))
+            .map(|_| rng.pick(TOOL_ARGS).to_string())
+            .collect();
+        // Half the cases start from a valid line, so that most options get mapped.
+        let valid = i % 2 == 0;
+        let base = |line: &str| -> Vec<String> {
+            let v = if valid {
+                line.split(' ').collect()
+            } else {
+                vec![]
+            };
+            v.into_iter()
+                .map(str::to_string)
+                .chain(extra.clone())
+                .collect()
+        };
+        let args = base("-s 64 -i 0 -f /mnt/test/a");
+        let run = i % 4 == 0;
+        match no_panic("parse_iozone_args", &args, || {
+            iostack_workload::parse_iozone_args(&args)
+        }) {
+            Err(e) => assert_message(&SimError::from(e), &args),
+            Ok(spec) => match no_panic("iozone_rows", &args, || tools::iozone_rows(&spec, &m)) {
+                Err(e) => assert_message(&e, &args),
+                Ok(rows) => {
+                    simulated[0] += 1;
+                    for row in rows.into_iter().take(2) {
+                        let cfg = config(m.clone(), default_tunables(), row.procs, 20);
+                        simulate(cfg, run, &args, core);
+                    }
+                }
+            },
+        }
+        let args = base("-d /mnt/test/d -n 4 -s 8192");
+        let parsed = no_panic("parse_fs_mark_args", &args, || {
+            iostack_workload::parse_fs_mark_args(&args)
+        });
+        match parsed {
+            Err(e) => assert_message(&SimError::from(e), &args),
+            Ok(mut spec) => {
+                spec.files = spec.files.min(20);
+                match no_panic("fs_mark_run", &args, || tools::fs_mark_run(&spec, &m)) {
+                    Err(e) => assert_message(&e, &args),
+                    Ok(r) => {
+                        simulated[1] += 1;
+                        let cfg = config(m.clone(), default_tunables(), r.procs, 20);
+                        simulate(cfg, run, &args, core);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        simulated.iter().all(|n| *n > 50),
+        "too few cases mapped: {simulated:?}"
+    );
+}
+
+#[test]
+fn iozone_and_fs_mark_are_simulated_or_refused() {
+    let mut core = CorePanics::new();
+    fuzz_tools_are_simulated_or_refused(&mut core);
+    no_core_panics(&core);
+}
+
 #[test]
 fn fio_jobs_are_simulated_or_refused() {
     let mut core = CorePanics::new();

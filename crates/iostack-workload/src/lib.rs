@@ -39,11 +39,19 @@
 //! # dd
 //!
 //! [`parse_dd_args`] parses GNU dd 9.1 operands into a [`DdSpec`].
+//!
+//! # iozone and fs_mark
+//!
+//! [`parse_iozone_args`] (iozone 3.414) and [`parse_fs_mark_args`] (fs_mark 3.3)
+//! read those tools' options into an [`IozoneSpec`] / [`FsMarkSpec`]; errors
+//! ([`IozoneError`], [`FsMarkError`]) name the option, in the tool's own words.
 
 #![deny(missing_docs)]
 
 mod dd;
 mod error;
+mod fs_mark;
+mod iozone;
 mod jobfile;
 mod number;
 pub mod options;
@@ -53,6 +61,8 @@ mod state;
 
 pub use dd::{parse_dd_args, parse_dd_command_line, DdConv, DdFlags, DdSpec, DdStatus};
 pub use error::{DdError, ErrorKind, FioError};
+pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS};
+pub use iozone::{parse_iozone_args, IozoneError, IozoneSpec, IOZONE_TESTS};
 pub use jobfile::{
     parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
 };

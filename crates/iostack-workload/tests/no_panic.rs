@@ -12,7 +12,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use iostack_workload::{
-    options, parse_dd_args, parse_job_bytes, parse_size, parse_time_ns, ParseEnv, TimeUnit,
+    options, parse_dd_args, parse_fs_mark_args, parse_iozone_args, parse_job_bytes, parse_size,
+    parse_time_ns, ParseEnv, TimeUnit,
 };
 
 /// Run `f` on one input; a panic fails the test with the input shown.
@@ -366,5 +367,116 @@ fn dd_never_panics() {
             })
             .collect();
         parse_dd(&args);
+    }
+}
+
+/// Option letters and values for the iozone and fs_mark searches: every option
+/// of both tools, unknown ones, and values at and past every limit.
+const TOOL_ARGS: &[&str] = &[
+    "-s",
+    "-r",
+    "-f",
+    "-F",
+    "-e",
+    "-i",
+    "-I",
+    "-o",
+    "-c",
+    "-w",
+    "-a",
+    "-n",
+    "-g",
+    "-y",
+    "-q",
+    "-t",
+    "-R",
+    "-O",
+    "-z",
+    "-B",
+    "-+",
+    "-x",
+    "-d",
+    "-D",
+    "-N",
+    "-L",
+    "-k",
+    "-S",
+    "-p",
+    "-l",
+    "-v",
+    "-h",
+    "-",
+    "--",
+    "-ei0",
+    "-s64",
+    "-Rz",
+    "0",
+    "1",
+    "2",
+    "3",
+    "6",
+    "7",
+    "12",
+    "13",
+    "64",
+    "64k",
+    "64m",
+    "4g",
+    "1g",
+    "16m",
+    "17m",
+    "127",
+    "128",
+    "4096",
+    "65536",
+    "1048577",
+    "1000001",
+    "2147483648",
+    "99999999999999999999",
+    "9999999999999999g",
+    "-1",
+    "x",
+    "",
+    "k",
+    "m",
+    "/mnt/test/a",
+    "/mnt/test/b",
+    "/tmp/x",
+    "é",
+];
+
+fn tool_args(rng: &mut Rng) -> Vec<String> {
+    (0..rng.below(9))
+        .map(|_| rng.pick(TOOL_ARGS).to_string())
+        .collect()
+}
+
+#[test]
+fn iozone_and_fs_mark_never_panic() {
+    let mut rng = Rng(0x10_2013);
+    for _ in 0..20_000 {
+        let args = tool_args(&mut rng);
+        let r = no_panic("parse_iozone_args", &args, || parse_iozone_args(&args));
+        if let Err(e) = r {
+            let shown = e.to_string();
+            assert!(
+                shown.starts_with("iozone: ") && shown.len() > 8,
+                "{shown:?}"
+            );
+        }
+        let r = no_panic("parse_fs_mark_args", &args, || parse_fs_mark_args(&args));
+        match r {
+            Err(e) => {
+                let shown = e.to_string();
+                assert!(
+                    shown.starts_with("fs_mark: ") && shown.len() > 9,
+                    "{shown:?}"
+                );
+            }
+            Ok(s) => {
+                assert!(!s.dirs.is_empty() && s.threads >= s.dirs.len() as u64);
+                assert!(s.threads % s.dirs.len() as u64 == 0 || s.threads == s.dirs.len() as u64);
+            }
+        }
     }
 }

@@ -71,6 +71,23 @@ fn sata_2009_seed000() -> HddParams {
     }
 }
 
+/// Seed 003's SATA disk (2010; the post names no model): a Seagate Barracuda
+/// 7200.12 1 TB (ST31000528AS, two platters, four heads, 32 MB cache), the
+/// common 7200 rpm desktop disk of 2010. From its data sheet: 125 MB/s
+/// sustained at the outer zone, average seek 8.5 ms read and 9.5 ms write,
+/// 32 MB cache, SATA 3 Gb/s, NCQ. The write cache is on (the ATA default) and a
+/// FLUSH CACHE EXT destages it; libata sends no FUA (libata.fua=0). Track-to-track
+/// and full-stroke seeks, skews, overheads and the cache split are set B's
+/// (estimates).
+fn sata_2010() -> HddParams {
+    HddParams {
+        // 2280 spt → ~125 MB/s sustained; inner 1140 → ~62.5 MB/s.
+        outer_sectors_per_track: 2280,
+        inner_sectors_per_track: 1140,
+        ..sata_2009()
+    }
+}
+
 /// Seagate Barracuda 7200.12 500 GB (one platter, two heads, 16 MB cache),
 /// otherwise set B.
 fn barracuda_7200_12() -> HddParams {
@@ -179,6 +196,14 @@ pub fn presets() -> Vec<(&'static str, HddParams, &'static str)> {
             "2009-era 7200 rpm SATA disk, 1 TB: ~132 -> 66 MB/s sustained, seek 1.0/8.5/20 ms \
              (+1 ms write), 32 MB cache with write-back, NCQ 31; devices-and-simulators.md \
              §5.2 set B (Hitachi 7K1000.C/7K320 seeks, Barracuda XT rate)",
+        ),
+        (
+            "sata-2010",
+            sata_2010(),
+            "seed 003's 2010 SATA disk: Seagate Barracuda 7200.12 1 TB, 7200 rpm, ~125 -> \
+             62 MB/s, seek 8.5 ms read / 9.5 ms write (data sheet), 32 MB write-back cache \
+             destaged by FLUSH CACHE EXT, no FUA (libata default), NCQ 31; other mechanics \
+             devices-and-simulators.md §5.2 set B (estimates)",
         ),
         (
             "sata-2009-seed000",

@@ -1,0 +1,270 @@
+//! The file systems' side of `write_cache_pages`: mm's `Writepages` for the
+//! mounted file system (or a block device's own mapping), with each
+//! `->writepages` flavour: `generic_writepages` over `block_write_full_page`
+//! (ext3, block devices), ext2's `mpage_writepages`, XFS's `xfs_vm_writepage`
+//! with `xfs_cluster_write`, and ext4's `ext4_da_writepages` (2.6.27's
+//! `__mpage_da_writepage` / `mpage_da_map_blocks` / `mpage_da_submit_io`, as in
+//! the October 2008 patch queue or with the merged fragmentation fix). Pages
+//! become runs of blocks in `Vm::wb_out`; the simulation queues the bios.
+
+use crate::mount::{MountedFs, WritepageKind};
+use crate::writepage::{block_of_page, mpage_da_map_blocks, writepage};
+use crate::FileExtent;
+use iostack_core::TaskId;
+use iostack_mm::pagecache::is_bdev;
+use iostack_mm::{PageDone, PageRun, Restart, Vm, WbAction, Wbc, Wcp, Writepages};
+
+/// The mounted file system as `write_cache_pages` calls it.
+pub struct FsWriteback<'a> {
+    fs: &'a mut dyn MountedFs,
+    /// Pages in one bio (the queue's `max_sectors`).
+    max_pages: u64,
+}
+
+impl<'a> FsWriteback<'a> {
+    pub fn new(fs: &'a mut dyn MountedFs, max_pages: u64) -> FsWriteback<'a> {
+        FsWriteback { fs, max_pages }
+    }
+
+    /// The `->writepage(s)` flavour of mapping `map`: a block device's own
+    /// mapping writes one buffer per page (`blkdev_writepage`).
+    fn kind(&self, vm: &Vm, map: u32) -> WritepageKind {
+        if is_bdev(vm.map_ino[map as usize]) {
+            WritepageKind::PerBuffer
+        } else {
+            self.fs.writepage_kind()
+        }
+    }
+
+    /// The block of one page for writeback (allocating delayed blocks;
+    /// `blkdev_get_block` maps a device's page to its own block).
+    fn map_page(&mut self, ino: u32, page: u64) -> u64 {
+        if is_bdev(ino) {
+            return page;
+        }
+        match block_of_page(&mut *self.fs, ino, page) {
+            Some(pblk) => pblk,
+            None => panic!("writeback of page {page} of inode {ino}: no block mapping"),
+        }
+    }
+
+    /// `->writepage` of the generic writers on a page taken for writeback
+    /// (ext3's per-buffer bios, ext2's mpage bios, XFS's ioend): the bio it
+    /// closes goes out.
+    fn write_page(&mut self, vm: &mut Vm, w: &mut Wcp, page: u64) {
+        let pblk = self.map_page(vm.map_ino[w.map as usize], page);
+        let kind = self.kind(vm, w.map);
+        if let Some(run) = writepage(kind, &mut w.bio, page, pblk, self.max_pages) {
+            vm.wb_out.push(WbAction::Write { map: w.map, run });
+        }
+    }
+
+    /// ext4's `__mpage_da_writepage`: collect contiguous delalloc pages into
+    /// an extent (locked, dirty tag set); on the first page that does not
+    /// follow, write the extent and stop (`MPAGE_DA_EXTENT_TAIL`); after it,
+    /// pass the rest of the pagevec over (`redirty_page_for_writepage`).
+    fn da_writepage(
+        &mut self,
+        vm: &mut Vm,
+        wbc: &Wbc,
+        w: &mut Wcp,
+        task: TaskId,
+        page: u64,
+    ) -> PageDone {
+        if w.io_done {
+            w.skipped += 1;
+            return PageDone::PassedOver;
+        }
+        let first = match w.ext {
+            Some((first, next)) if next != page => {
+                self.flush_extent(vm, wbc, w, task, first, next);
+                w.io_done = true;
+                w.extent_tail = true;
+                w.skipped += 1;
+                return PageDone::ExtentTail;
+            }
+            Some((first, _)) => first,
+            None => page,
+        };
+        w.ext = Some((first, page + 1));
+        vm.extent_lock_page(task, w.map, first, page);
+        PageDone::Written
+    }
+
+    /// ext4: `mpage_da_map_blocks` (mballoc allocates the run) and
+    /// `mpage_da_submit_io` (`ext4_da_writepage` per page, one bio per buffer).
+    ///
+    /// `mpage_da_map_blocks` calls `ext4_da_get_block_write` once for the whole
+    /// extent, and mballoc may return fewer blocks than asked: the request is cut
+    /// at the end of the inode preallocation it is served from
+    /// (`ext4_mb_use_inode_pa`), i.e. at the normalisation window. Only the mapped
+    /// buffers lose BH_Delay (`mpage_put_bnr_to_bhs`); `mpage_da_submit_io` still
+    /// calls `ext4_da_writepage` on every page of the extent, and that redirties
+    /// (`redirty_page_for_writepage`) the pages whose buffers are still delayed.
+    /// In the October 2008 code those pages sit behind the `writeback_index` that
+    /// `write_cache_pages` stores (past the pagevec), so they wait for a later pass
+    /// to come round to them. The merged fix restarts from the first page not
+    /// written, which here is a loop until the extent is mapped.
+    fn flush_extent(
+        &mut self,
+        vm: &mut Vm,
+        wbc: &Wbc,
+        w: &mut Wcp,
+        task: TaskId,
+        first: u64,
+        next: u64,
+    ) {
+        let ino = vm.map_ino[w.map as usize];
+        let mut runs: Vec<FileExtent> = Vec::new();
+        let once = !vm.cfg.ext4_index_pages_written && !wbc.sync_all;
+        let l = match mpage_da_map_blocks(&mut *self.fs, ino, first, next, once, &mut runs) {
+            Ok(l) => l,
+            Err((l, _)) => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
+        };
+        for r in &runs {
+            for i in 0..r.len {
+                let run = PageRun {
+                    first: r.logical + i,
+                    pages: 1,
+                    pblk: r.physical + i,
+                };
+                vm.wb_out.push(WbAction::Write { map: w.map, run });
+            }
+        }
+        if l < next {
+            // ext4_da_writepage on a page with delayed buffers: redirty it.
+            vm.redirty_pages(w.map as usize, l, next);
+            vm.ext4_redirtied += next - l;
+        }
+        // The pages are unlocked as they are written or redirtied.
+        vm.extent_unlock(task, w.map, first, next);
+        w.mpd_written += next - first;
+        w.da_written += next - first;
+        w.ext = None;
+    }
+
+    /// `ext4_da_writepages` after a `write_cache_pages` call: whether it calls
+    /// again.
+    fn da_restart(&self, vm: &Vm, wbc: &mut Wbc, w: &Wcp, congested: bool) -> Option<Restart> {
+        let fixed = vm.cfg.ext4_index_pages_written;
+        let dirty_left = vm.maps[w.map as usize].nr_dirty() > 0;
+        if !fixed && !wbc.sync_all && w.extent_tail && wbc.nr_to_write > 0 {
+            // The October 2008 ext4_da_writepages: on MPAGE_DA_EXTENT_TAIL it
+            // starts a new transaction and calls mpage_da_writepages again for the
+            // rest of its quota, from wherever write_cache_pages now starts
+            // (mapping->writeback_index, just stored past the redirtied pages).
+            // write_cache_pages returns at once for a non-blocking caller that
+            // finds the queue congested.
+            if !(wbc.nonblocking && congested) {
+                return Some(Restart::Fresh);
+            }
+            wbc.encountered_congestion = true;
+        }
+        if (fixed || wbc.sync_all) && w.mpd_written > 0 && wbc.nr_to_write > 0 && dirty_left {
+            // The fixed ext4_da_writepages loops for the rest of its quota; a
+            // data-integrity pass (fsync) goes on until the range is clean.
+            return Some(Restart::Continue);
+        }
+        if wbc.sync_all && w.skipped > 0 && dirty_left {
+            // A data-integrity pass continues from where each extent stopped
+            // (range_cont), so the pages a pagevec redirtied after an extent sit
+            // behind it. ext4_da_writepages must not return from a WB_SYNC_ALL
+            // call with pages skipped (Aneesh Kumar's 16 Oct 2008 revision of
+            // the fragmentation fix compares wbc->pages_skipped with its value on
+            // entry and reports "This should not happen" otherwise): go back to
+            // the start of the range, so that fsync writes every page that was
+            // dirty when it began. Each such pass writes the extent before its
+            // skipped pages, so this ends.
+            return Some(Restart::Fresh);
+        }
+        None
+    }
+}
+
+impl Writepages for FsWriteback<'_> {
+    fn writepage(
+        &mut self,
+        vm: &mut Vm,
+        wbc: &Wbc,
+        w: &mut Wcp,
+        task: TaskId,
+        page: u64,
+    ) -> PageDone {
+        if self.kind(vm, w.map) == WritepageKind::Ext4Da {
+            return self.da_writepage(vm, wbc, w, task, page);
+        }
+        // clear_page_dirty_for_io, then ->writepage.
+        vm.take_page(w.map as usize, page);
+        self.write_page(vm, w, page);
+        PageDone::Written
+    }
+
+    fn clusters(&self, vm: &Vm, w: &Wcp) -> bool {
+        self.kind(vm, w.map) == WritepageKind::XfsCluster
+    }
+
+    /// After each page `xfs_convert_page` checks `bdi_write_congested` for
+    /// every caller, blocking or not, and ends the cluster if the queue is
+    /// congested (the queue's state changes between steps, when bios are
+    /// submitted); the cluster also ends at a page that is not dirty, or
+    /// under writeback, or past the quota.
+    fn cluster_step(&mut self, vm: &mut Vm, wbc: &mut Wbc, w: &mut Wcp, congested: bool) -> u64 {
+        let next = w.cluster.expect("an XFS cluster");
+        let map = w.map as usize;
+        let mut cost = 0u64;
+        let mut p = next;
+        let mut stop = false;
+        for _ in 0..self.max_pages {
+            if congested && p > next {
+                wbc.encountered_congestion = true;
+                stop = true;
+                break;
+            }
+            let m = &vm.maps[map];
+            if p >= m.size_pages || !m.dirty.get(p) || m.writeback.get(p) || wbc.nr_to_write <= 0 {
+                stop = true;
+                break;
+            }
+            vm.take_page(map, p);
+            self.write_page(vm, w, p);
+            cost += vm.cfg.wb_page_ns;
+            wbc.nr_to_write -= 1;
+            wbc.written += 1;
+            p += 1;
+        }
+        w.done_index = w.done_index.max(p);
+        w.cluster = if stop { None } else { Some(p) };
+        if w.cluster.is_none() {
+            if let Some(run) = w.bio.take() {
+                vm.wb_out.push(WbAction::Write { map: w.map, run });
+            }
+        }
+        cost
+    }
+
+    /// `mpage_bio_submit` of the open bio (`mpage_writepages`, the XFS
+    /// ioend); ext4's `mpage_da_writepages` handles the last extent.
+    fn end_walk(&mut self, vm: &mut Vm, wbc: &Wbc, w: &mut Wcp, task: TaskId) {
+        if let Some(run) = w.bio.take() {
+            vm.wb_out.push(WbAction::Write { map: w.map, run });
+        }
+        if let Some((first, next)) = w.ext {
+            self.flush_extent(vm, wbc, w, task, first, next);
+            w.io_done = true;
+        }
+    }
+
+    /// "ext4: Fix file fragmentation during large file write": the cursor
+    /// advances by what ext4 wrote.
+    fn writeback_index(&self, vm: &Vm, w: &Wcp) -> Option<u64> {
+        (self.kind(vm, w.map) == WritepageKind::Ext4Da && vm.cfg.ext4_index_pages_written)
+            .then_some(w.da_start + w.da_written)
+    }
+
+    fn restart(&mut self, vm: &Vm, wbc: &mut Wbc, w: &Wcp, congested: bool) -> Option<Restart> {
+        if self.kind(vm, w.map) != WritepageKind::Ext4Da {
+            return None;
+        }
+        self.da_restart(vm, wbc, w, congested)
+    }
+}

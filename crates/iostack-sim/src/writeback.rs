@@ -1,0 +1,289 @@
+//! The writeback actors as the simulation runs them: pdflush or the per-bdi
+//! flusher, throttled dirtiers in `balance_dirty_pages`, and fsync. The
+//! mechanisms are mm's (`Vm::writeback_step`: `writeback_inodes` and
+//! `write_cache_pages`; `Throttle`; the flusher policy; `Vm::fdatawait`) and
+//! the file systems' (`FsWriteback`: each `->writepage(s)`); this file is the
+//! glue: it hands each task's job to mm, queues the bios of the runs of pages
+//! mm returns, blocks and wakes tasks, and charges CPU time. Every actor
+//! advances one pagevec per step, so two writeback callers on one inode
+//! interleave as they do on two CPUs.
+
+use crate::task::{Blocked, KThread, TaskKind};
+use crate::world::Simulation;
+use iostack_core::TaskId;
+use iostack_des::{Duration, Instant};
+use iostack_fs::writepages::FsWriteback;
+use iostack_mm::bdp::CONGESTION_WAIT;
+use iostack_mm::writeback_job::JobStep;
+use iostack_mm::{BdpAction, FlusherNext, FlusherRun};
+use iostack_mm::{FlusherState, Throttle, WbAction, WbJob, WbStep, Wbc, WcpCaller};
+
+impl Simulation {
+    /// The `balance_dirty_pages` state of a dirtying task.
+    fn throttle_of(&mut self, task: TaskId) -> &mut Option<Throttle> {
+        match self.tasks.kind(task) {
+            TaskKind::Process(i) => &mut self.procs[i as usize].throttle,
+            TaskKind::KernelThread(KThread::LazyInit) => &mut self.lazy.throttle,
+            k => panic!("{k:?} does not dirty pages"),
+        }
+    }
+
+    /// `balance_dirty_pages` for a dirtying task, one step at a time: the
+    /// decisions are mm's (`Throttle::next`, `Throttle::job_done`); the task's
+    /// own writeback runs as its steps.
+    pub(crate) fn throttle_step(&mut self, task: TaskId, now: Instant) {
+        loop {
+            let mut th = self.throttle_of(task).take().expect("throttled task");
+            let action = if th.job.is_some() {
+                *self.throttle_of(task) = Some(th);
+                match self.wb_step(task, now) {
+                    WbStep::Continue(d) => {
+                        self.charge_sys(task, d);
+                        self.schedule_task(task, now + d);
+                        return;
+                    }
+                    WbStep::Sleep => return,
+                    WbStep::Finished => {
+                        th = self.throttle_of(task).take().expect("throttled task");
+                        th.job_done(&mut self.vm)
+                    }
+                }
+            } else {
+                th.next(&mut self.vm)
+            };
+            match action {
+                BdpAction::Exit { kick_background } => {
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.schedule_task(task, now);
+                    return;
+                }
+                BdpAction::Wait {
+                    timeout,
+                    kick_background,
+                } => {
+                    *self.throttle_of(task) = Some(th);
+                    if kick_background {
+                        self.kick_background(now);
+                    }
+                    self.congestion_wait_for(task, now, timeout);
+                    return;
+                }
+                BdpAction::Write => *self.throttle_of(task) = Some(th),
+            }
+        }
+    }
+
+    /// Sleep until write congestion clears or the timeout passes.
+    fn congestion_wait_for(&mut self, task: TaskId, now: Instant, d: Duration) {
+        let until = now + d;
+        self.vm.congestion_waiters.push((task, until));
+        self.tasks.block(task, Blocked::OnCongestion);
+        self.evq
+            .schedule(until, crate::world::Ev::CongestionTimeout(task));
+    }
+
+    /// The timeout of a `congestion_wait` fired.
+    pub(crate) fn congestion_timeout(&mut self, task: TaskId, now: Instant) {
+        if let Some(i) = self
+            .vm
+            .congestion_waiters
+            .iter()
+            .position(|&(t, until)| t == task && until == now)
+        {
+            self.vm.congestion_waiters.swap_remove(i);
+            self.wake_task(task, now);
+        }
+    }
+
+    // ---------------------------------------------------------------- fsync
+
+    /// `filemap_write_and_wait` on the task's file (fsync, fdatasync, end_fsync).
+    pub(crate) fn start_fsync(&mut self, pi: u32, map: u32) {
+        self.procs[pi as usize].fsync = Some(WbJob::new(Wbc::for_fsync(map)));
+    }
+
+    /// One step of an fsync: write the file's dirty pages, then wait for them.
+    pub(crate) fn fsync_step(&mut self, pi: u32, now: Instant) -> bool {
+        match self.wb_step(TaskId(pi), now) {
+            WbStep::Continue(d) => {
+                self.charge_sys(TaskId(pi), d);
+                self.schedule_task(TaskId(pi), now + d);
+                false
+            }
+            WbStep::Sleep => false,
+            WbStep::Finished => {
+                let job = self.procs[pi as usize].fsync.take().unwrap();
+                let map = job.wbc.only_map.unwrap();
+                self.unplug(TaskId(pi), now);
+                if self.vm.fdatawait(TaskId(pi), map) {
+                    self.tasks.block(TaskId(pi), Blocked::OnPage);
+                    self.procs[pi as usize].fsync_waiting = true;
+                    false
+                } else {
+                    true
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- flusher
+
+    /// Start background writeback if the flusher is idle (mm's
+    /// `Vm::kick_background`), and wake it.
+    pub(crate) fn kick_background(&mut self, now: Instant) {
+        if self.vm.kick_background() {
+            self.schedule_task(self.flusher(), now);
+        }
+    }
+
+    /// The periodic wakeup (`wb_kupdate` / `wb_check_old_data_flush`).
+    pub(crate) fn flusher_timer(&mut self, now: Instant) {
+        let interval = self.vm.cfg.interval;
+        if interval.0 == 0 {
+            return;
+        }
+        if self.vm.kupdate_timer(now) {
+            self.schedule_task(self.flusher(), now);
+        }
+        if self.any_proc_alive() {
+            self.evq
+                .schedule(now + interval, crate::world::Ev::WritebackTimer);
+        }
+    }
+
+    /// One step of the flusher thread: a step of its pass, or what follows a
+    /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
+    pub(crate) fn flusher_step(&mut self, now: Instant) {
+        let flusher = self.flusher();
+        match self.vm.flusher_run(now) {
+            FlusherRun::Idle => return,
+            FlusherRun::NewPass => {
+                self.schedule_task(flusher, now);
+                return;
+            }
+            FlusherRun::Step => {}
+        }
+        match self.wb_step(flusher, now) {
+            WbStep::Continue(d) => self.schedule_task(flusher, now + d),
+            WbStep::Sleep => {}
+            WbStep::Finished => {
+                let alive = self.any_proc_alive();
+                match self.vm.flusher_pass_done(now, alive) {
+                    FlusherNext::Run => self.schedule_task(flusher, now),
+                    FlusherNext::CongestionWait => {
+                        self.congestion_wait_for(flusher, now, CONGESTION_WAIT)
+                    }
+                    FlusherNext::Idle => {}
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- writeback
+
+    /// The writeback job a task is running: the flusher's pass, a process's
+    /// fsync, or a throttled dirtier's `balance_dirty_pages` chunk.
+    pub(crate) fn job_of(&mut self, task: TaskId) -> &mut WbJob {
+        match self.tasks.kind(task) {
+            TaskKind::KernelThread(KThread::LazyInit) => self
+                .lazy
+                .throttle
+                .as_mut()
+                .and_then(|t| t.job.as_mut())
+                .expect("lazyinit has a writeback job"),
+            TaskKind::KernelThread(KThread::Flusher) => match &mut self.vm.flusher_state {
+                FlusherState::Running { job, .. } => job,
+                _ => panic!("flusher has no job"),
+            },
+            k @ TaskKind::KernelThread(KThread::KBlockd) => panic!("{k:?} runs no writeback"),
+            TaskKind::Process(i) => {
+                let p = &mut self.procs[i as usize];
+                if let Some(j) = p.fsync.as_mut() {
+                    return j;
+                }
+                p.throttle
+                    .as_mut()
+                    .and_then(|t| t.job.as_mut())
+                    .expect("task has a writeback job")
+            }
+        }
+    }
+
+    /// One step of a writeback job: submit queued bios, or pick the next inode
+    /// (`generic_sync_sb_inodes`), or process one pagevec of `write_cache_pages`.
+    pub(crate) fn wb_step(&mut self, task: TaskId, now: Instant) -> WbStep {
+        if self.drain_pending(task, now) {
+            return WbStep::Sleep;
+        }
+        match self.wb_job_step(task, now) {
+            JobStep::PassDone => {
+                // The pass is over: kick the queue so plugged I/O goes out.
+                self.unplug(task, now);
+                WbStep::Finished
+            }
+            JobStep::LockWait => {
+                self.tasks.block(task, Blocked::OnPage);
+                WbStep::Sleep
+            }
+            JobStep::Ran(cost) => {
+                if self.drain_pending(task, now) || self.page_lock_wait(task) {
+                    return WbStep::Sleep;
+                }
+                WbStep::Continue(Duration(cost.max(1)))
+            }
+        }
+    }
+
+    /// mm's `Vm::writeback_step` on the task's job, with the file system's
+    /// `->writepage(s)` (`FsWriteback`); the runs of pages it writes and the
+    /// tasks it wakes are carried out here.
+    fn wb_job_step(&mut self, task: TaskId, now: Instant) -> JobStep {
+        let caller = WcpCaller {
+            task,
+            is_flusher: task == self.flusher(),
+            congested: self.queue.congested(false),
+        };
+        let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
+        let mut job = self.take_job(task);
+        let mut fs = FsWriteback::new(&mut *self.fs, max_pages);
+        let step = self.vm.writeback_step(&mut job, caller, &mut fs);
+        *self.job_of(task) = job;
+        self.wb_actions(task, now);
+        step
+    }
+
+    /// Carry out what writeback asked for (`Vm::wb_out`), in order.
+    fn wb_actions(&mut self, task: TaskId, now: Instant) {
+        let mut out = std::mem::take(&mut self.vm.wb_out);
+        for a in out.drain(..) {
+            match a {
+                WbAction::Write { map, run } => {
+                    self.queue_page_bios(task, map, run.first, run.pages, run.pblk, true, now)
+                }
+                WbAction::Wake(t) => self.wake_task(t, now),
+            }
+        }
+        self.vm.wb_out = out;
+    }
+
+    /// Take a task's writeback job out of its place (put it back with
+    /// `job_of`), so mm can work on it beside the page cache.
+    fn take_job(&mut self, task: TaskId) -> WbJob {
+        let idle = WbJob::new(Wbc::cyclic(0, false));
+        std::mem::replace(self.job_of(task), idle)
+    }
+
+    /// `lock_page` in `write_cache_pages` (mm's `Vm::wcp_lock_wait`): sleep if
+    /// the task stopped at a page another caller holds in its extent.
+    fn page_lock_wait(&mut self, task: TaskId) -> bool {
+        let mut job = self.take_job(task);
+        let wait = self.vm.job_lock_wait(&mut job, task);
+        *self.job_of(task) = job;
+        if wait {
+            self.tasks.block(task, Blocked::OnPage);
+        }
+        wait
+    }
+}
