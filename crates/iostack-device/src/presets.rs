@@ -28,6 +28,17 @@ impl DeviceSpec {
             DeviceSpec::FcLun(p) => Box::new(FcLun::new(p.clone())),
         }
     }
+
+    /// The capacity the built model reports (`Device::capacity_sectors`),
+    /// without building it.
+    pub fn capacity_sectors(&self) -> u64 {
+        match self {
+            DeviceSpec::Fixed(p) => p.capacity_sectors,
+            DeviceSpec::Hdd(p) => p.capacity_sectors,
+            DeviceSpec::Raid0(p) => p.capacity_sectors(),
+            DeviceSpec::FcLun(p) => p.capacity_sectors,
+        }
+    }
 }
 
 /// Fixed-latency presets (name, description).
@@ -160,5 +171,19 @@ pub fn netapp_fc_2010() -> FcLunParams {
             max_segments: 128,
             logical_block_size: 512,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_capacity_is_the_built_models() {
+        for (name, _) in list() {
+            let spec = lookup(&name).expect("listed preset");
+            let built = spec.build(Rng::stream(iostack_des::Seed(1), "device"));
+            assert_eq!(spec.capacity_sectors(), built.capacity_sectors(), "{name}");
+        }
     }
 }

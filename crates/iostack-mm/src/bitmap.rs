@@ -336,9 +336,21 @@ impl PageBits {
 
     /// Clear `[start, start + n)`; returns how many were set.
     pub fn clear_range(&mut self, start: u64, n: u64) -> u64 {
+        let end = start.saturating_add(n);
+        if n > 0 && start / LEAF_BITS == (end - 1) / LEAF_BITS {
+            // Inside one leaf (a bio's pages, as a rule): that leaf alone.
+            let c = start / LEAF_BITS;
+            let Some(slot) = self.find(c) else {
+                return 0;
+            };
+            let lo = start % LEAF_BITS;
+            let removed = self.slots[slot as usize].clear_range(lo, lo + (end - start));
+            self.ones -= removed;
+            self.release_if_empty(c, slot);
+            return removed;
+        }
         let mut removed = 0;
         let mut i = start;
-        let end = start.saturating_add(n);
         // Visit only the leaves that exist: one ordered-map step each.
         while let Some(p) = self.next_set(i, end) {
             let c = p / LEAF_BITS;
