@@ -178,6 +178,26 @@ fn unknown_device(name: &str) -> MachineErrorKind {
 }
 
 /// A preset machine by name.
+/// The scheduler a run gets without `--sched`: the machine's, or on a blk-mq
+/// kernel whose machine names a legacy elevator the kernel's own default
+/// (6.x `elevator_get_default`: mq-deadline for a device with one hardware
+/// queue, none for several).
+pub fn default_scheduler(m: &Machine, profile: iostack_core::Profile) -> String {
+    let has = iostack_iosched::find(&m.scheduler).is_some_and(|d| (d.in_profile)(profile));
+    if profile.single_queue() || has {
+        return m.scheduler.clone();
+    }
+    let dev = m
+        .device
+        .build(iostack_des::Rng::stream(iostack_des::Seed(0), "device"));
+    if dev.nr_hw_queues() == 1 {
+        "mq-deadline"
+    } else {
+        "none"
+    }
+    .to_string()
+}
+
 pub fn preset(name: &str) -> Result<Machine, MachineError> {
     match name {
         "s390-ess" => {
