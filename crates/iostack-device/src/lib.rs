@@ -10,10 +10,12 @@ mod fixed;
 pub mod hdd;
 pub mod presets;
 pub mod raid0;
+pub mod ssd;
 
 pub use fixed::{Fixed, FixedParams};
 pub use presets::{DeviceSpec, PRESETS};
 pub use raid0::{Raid0, Raid0Params};
+pub use ssd::{Ssd, SsdParams};
 
 use iostack_core::Sector;
 use iostack_des::Instant;
