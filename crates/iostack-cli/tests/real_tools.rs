@@ -149,8 +149,18 @@ fn blk_mq_trace_is_read_by_blkparse_and_btt() {
         iostack(
             &d,
             &[
-                "run", "j.fio", "--machine", "nvme-2024", "--kernel", "6.x", "--sched", sched,
-                "--blktrace", "t", "--blkparse", "t.txt",
+                "run",
+                "j.fio",
+                "--machine",
+                "nvme-2024",
+                "--kernel",
+                "6.x",
+                "--sched",
+                sched,
+                "--blktrace",
+                "t",
+                "--blkparse",
+                "t.txt",
             ],
         );
         judge(&d);
