@@ -54,10 +54,10 @@ impl MqQueue {
             bio.end_sector() <= self.dev.capacity_sectors(),
             "bio beyond end of device"
         );
-        if bio.flags.is_flush_or_fua() {
-            // submit_bio_noacct: no volatile cache (checked at setup), so
-            // REQ_PREFLUSH and REQ_FUA are stripped and an empty flush ends
-            // here with success, before Q.
+        if bio.flags.is_flush_or_fua() && !self.dev.write_cache() {
+            // submit_bio_noacct: no volatile cache, so REQ_PREFLUSH and
+            // REQ_FUA are stripped and an empty flush ends here with
+            // success, before Q.
             bio.flags = bio.flags.remove(ReqFlags::FLUSH).remove(ReqFlags::FUA);
             if bio.sectors == 0 {
                 out.completed.push(CompletedBio {
@@ -192,7 +192,11 @@ impl MqQueue {
             sector: b.sector,
             sectors: b.sectors,
             segments: b.segments,
-            flags: b.flags.remove(ReqFlags::UNPLUG),
+            flags: if b.flags.is_flush_or_fua() {
+                b.flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
+            } else {
+                b.flags.remove(ReqFlags::UNPLUG)
+            },
             pid: b.pid,
             cpu,
             start_time: now,
@@ -231,6 +235,9 @@ impl MqQueue {
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
     fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
+        if self.rqs.get(rq).flags.is_flush_or_fua() && self.insert_flush(now, rq, tr, out) {
+            return;
+        }
         let task = self.bios.get(self.rqs.get(rq).bio_head).owner.task;
         if self.plugs.contains_key(&task) {
             self.add_rq_to_plug(now, task, rq, tr, out);
@@ -433,7 +440,11 @@ impl MqQueue {
         out: &mut BlockOut,
     ) -> bool {
         let b = *self.bio(id);
-        if self.cfg.nomerges >= 2 || b.flags.contains(ReqFlags::NOMERGE) {
+        // bio_mergeable: not REQ_NOMERGE_FLAGS (NOMERGE, PREFLUSH, FUA).
+        if self.cfg.nomerges >= 2
+            || b.flags.contains(ReqFlags::NOMERGE)
+            || b.flags.is_flush_or_fua()
+        {
             return false;
         }
         if let Some(&last) = self.plugs.get(&b.owner.task).and_then(|p| p.list.back()) {
