@@ -9,6 +9,7 @@ use crate::request::{FlushRole, RqId};
 use iostack_core::{Action, ReqFlags, Tracer};
 use iostack_des::Instant;
 use iostack_device::DeviceCmd;
+use std::collections::VecDeque;
 
 /// `BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT` and `_FACTOR`.
 const EWMA_WEIGHT: u32 = 8;
@@ -301,17 +302,17 @@ impl MqQueue {
 
     /// `blk_mq_plug_issue_direct`: issue the plug's requests in order; the
     /// first that cannot be issued goes to the dispatch list
-    /// (`blk_mq_request_bypass_insert`) and the queue runs. True when the
-    /// plug is empty.
+    /// (`blk_mq_request_bypass_insert`) and the queue runs. Returns how
+    /// many requests were taken.
     pub(super) fn plug_issue_direct(
         &mut self,
         now: Instant,
-        rest: &mut impl Iterator<Item = RqId>,
+        list: &VecDeque<RqId>,
         ctx: Ctx,
         tr: &mut Tracer,
         out: &mut BlockOut,
-    ) -> bool {
-        for rq in rest.by_ref() {
+    ) -> usize {
+        for (i, &rq) in list.iter().enumerate() {
             if self.get_budget_and_tag(rq) {
                 self.issue(now, rq, ctx, tr, out);
                 continue;
@@ -320,9 +321,9 @@ impl MqQueue {
             self.mq_mut(rq).loc = Loc::Dispatch;
             self.hctxs[h as usize].dispatch.push_back(rq);
             self.run_hw_queue(now, h, false, ctx, tr, out);
-            return false;
+            return i + 1;
         }
-        true
+        list.len()
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
@@ -464,14 +465,16 @@ impl MqQueue {
         if let Some(t) = m.tag {
             self.put_tag_and_wake(now, m.hctx, t, cpu, tr, out);
         }
-        let hc = &mut self.hctxs[m.hctx as usize];
-        let mut wake: Vec<BioId> = Vec::new();
-        if let (Some(t), Some(st)) = (m.sched_tag, hc.sched_tags.as_mut()) {
+        if let (Some(t), Some(st)) = (m.sched_tag, self.hctxs[m.hctx as usize].sched_tags.as_mut())
+        {
             let n = st.put(t, cpu);
-            wake.extend((0..n).filter_map(|_| st.wake_one().map(BioId)));
-        }
-        for id in wake {
-            self.retry_sleeper(now, id, tr, out);
+            for _ in 0..n {
+                let hc = &mut self.hctxs[m.hctx as usize];
+                let Some(id) = hc.sched_tags.as_mut().and_then(|st| st.wake_one()) else {
+                    break;
+                };
+                self.retry_sleeper(now, BioId(id), tr, out);
+            }
         }
         self.sched_restart(now, m.hctx, tr, out);
     }

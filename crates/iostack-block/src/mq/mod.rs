@@ -128,13 +128,50 @@ struct MqRq {
     hash: Option<(Sector, u64)>,
 }
 
-/// `struct blk_plug` of one task.
+/// `struct blk_plug` of one task (kept when the plug ends, so its list's
+/// buffer is reused by the task's next plug).
 #[derive(Default)]
 struct Plug {
+    /// `current->plug` is set.
+    active: bool,
     /// `plug->mq_list`, oldest first (6.12+ `rq_list_add_tail`).
     list: VecDeque<RqId>,
     /// `plug->has_elevator`.
     has_elevator: bool,
+}
+
+/// The tasks' plugs, by task number.
+#[derive(Default)]
+struct Plugs(Vec<Plug>);
+
+impl Plugs {
+    fn get(&self, t: TaskId) -> Option<&Plug> {
+        self.0.get(t.0 as usize).filter(|p| p.active)
+    }
+    fn get_mut(&mut self, t: TaskId) -> Option<&mut Plug> {
+        self.0.get_mut(t.0 as usize).filter(|p| p.active)
+    }
+    fn contains(&self, t: TaskId) -> bool {
+        self.get(t).is_some()
+    }
+    /// `blk_start_plug`.
+    fn start(&mut self, t: TaskId) {
+        let i = t.0 as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Plug::default);
+        }
+        self.0[i].active = true;
+    }
+    /// `current->plug = NULL` once flushed.
+    fn end(&mut self, t: TaskId) {
+        if let Some(p) = self.get_mut(t) {
+            debug_assert!(p.list.is_empty());
+            p.active = false;
+        }
+    }
+    fn values(&self) -> impl Iterator<Item = &Plug> {
+        self.0.iter().filter(|p| p.active)
+    }
 }
 
 pub struct MqQueue {
@@ -151,7 +188,7 @@ pub struct MqQueue {
     bios: BioSlab,
     rqs: RequestPool,
     info: Vec<Option<MqRq>>,
-    plugs: BTreeMap<TaskId, Plug>,
+    plugs: Plugs,
     /// `q->last_merge` and the elevator's back-merge hash (`elv_rqhash`).
     last_merge: Option<RqId>,
     hash: BTreeMap<(Sector, u64), RqId>,
@@ -225,7 +262,7 @@ impl MqQueue {
             bios: BioSlab::default(),
             rqs: RequestPool::default(),
             info: Vec::new(),
-            plugs: BTreeMap::new(),
+            plugs: Plugs::default(),
             last_merge: None,
             hash: BTreeMap::new(),
             hash_seq: 0,

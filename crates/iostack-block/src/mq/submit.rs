@@ -239,7 +239,7 @@ impl MqQueue {
             return;
         }
         let task = self.bios.get(self.rqs.get(rq).bio_head).owner.task;
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.add_rq_to_plug(now, task, rq, tr, out);
             return;
         }
@@ -279,7 +279,7 @@ impl MqQueue {
             }
         };
         let (count, last_bytes) = {
-            let p = &self.plugs[&task];
+            let p = self.plugs.get(task).expect("plugged task");
             let last = p.list.back().map_or(0, |&l| self.rqs.get(l).bytes());
             (p.list.len(), last)
         };
@@ -292,7 +292,7 @@ impl MqQueue {
             self.plug_started(now, ctx, tr);
         }
         let sched = self.elv.is_some();
-        let p = self.plugs.get_mut(&task).expect("plugged task");
+        let p = self.plugs.get_mut(task).expect("plugged task");
         p.has_elevator |= sched;
         p.list.push_back(rq);
         self.mq_mut(rq).loc = Loc::Plug;
@@ -305,7 +305,7 @@ impl MqQueue {
 
     /// `blk_start_plug`.
     pub fn start_plug(&mut self, task: TaskId) {
-        self.plugs.entry(task).or_default();
+        self.plugs.start(task);
     }
 
     /// `blk_finish_plug` → `__blk_flush_plug(plug, false)`.
@@ -317,9 +317,9 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.flush_plug_list(now, task, false, ctx, tr, out);
-            self.plugs.remove(&task);
+            self.plugs.end(task);
         }
         self.check();
     }
@@ -333,7 +333,7 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.flush_plug_list(now, task, true, ctx, tr, out);
         }
         self.check();
@@ -352,33 +352,39 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        let p = self.plugs.get_mut(&task).expect("plugged task");
+        let p = self.plugs.get_mut(task).expect("plugged task");
         if p.list.is_empty() {
             return;
         }
-        let list: Vec<RqId> = p.list.drain(..).collect();
+        let mut list = std::mem::take(&mut p.list);
         let has_elevator = std::mem::take(&mut p.has_elevator);
         let depth = list.len() as u64;
-        let mut rest = list.into_iter();
+        let mut issued = 0;
         if !has_elevator && !from_schedule {
             self.stats.unplugs_io += 1;
             self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth }, tr);
-            if self.plug_issue_direct(now, &mut rest, ctx, tr, out) {
-                return;
-            }
-            let left: Vec<RqId> = rest.collect();
-            self.dispatch_plug_list(now, left, from_schedule, ctx, tr, out);
-            return;
-        }
-        let action = if from_schedule {
-            self.stats.unplugs_timer += 1;
-            Action::UnplugTimer
+            issued = self.plug_issue_direct(now, &list, ctx, tr, out);
         } else {
-            self.stats.unplugs_io += 1;
-            Action::UnplugIo
-        };
-        self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
-        self.dispatch_plug_list(now, rest.collect(), from_schedule, ctx, tr, out);
+            let action = if from_schedule {
+                self.stats.unplugs_timer += 1;
+                Action::UnplugTimer
+            } else {
+                self.stats.unplugs_io += 1;
+                Action::UnplugIo
+            };
+            self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
+        }
+        if issued < list.len() {
+            let rest = list.range(issued..).copied().collect::<Vec<_>>();
+            self.dispatch_plug_list(now, rest, from_schedule, ctx, tr, out);
+        }
+        // The emptied list goes back to the plug, for its buffer.
+        list.clear();
+        if let Some(p) = self.plugs.get_mut(task) {
+            if p.list.is_empty() {
+                p.list = list;
+            }
+        }
     }
 
     /// `blk_mq_dispatch_plug_list` (the trace point was the caller's):
@@ -447,7 +453,7 @@ impl MqQueue {
         {
             return false;
         }
-        if let Some(&last) = self.plugs.get(&b.owner.task).and_then(|p| p.list.back()) {
+        if let Some(&last) = self.plugs.get(b.owner.task).and_then(|p| p.list.back()) {
             if self.attempt_merge_into(now, last, id, tr) == BioMerge::Ok {
                 return true;
             }
