@@ -1088,6 +1088,10 @@ impl RequestQueue {
             QueueEvent::Work(w) => self.work(now, w, kblockd, tr, out),
         }
         self.check();
+        if self.checks {
+            // Per queue event (dispatch and completion), not per bio.
+            self.check_dispatch();
+        }
     }
 
     /// The kblockd task `ctx` runs deferred work.
@@ -1518,6 +1522,16 @@ impl RequestQueue {
     pub fn check_invariants(&self) {
         self.check_hash();
         self.check_accounting();
+        self.check_dispatch();
+    }
+
+    /// Every request on the dispatch list is dispatched and not yet in the
+    /// driver (a walk of the list: left out of the per-bio check).
+    fn check_dispatch(&self) {
+        for &rq in &self.dispatch {
+            let r = self.rqs.get(rq);
+            assert!(r.dispatched && !r.in_driver);
+        }
     }
 
     /// Every back-merge hash entry is a queued request ending at its key.
@@ -1566,10 +1580,6 @@ impl RequestQueue {
                 c <= 3 * self.cfg.nr_requests / 2,
                 "request pool over its hard cap"
             );
-        }
-        for &rq in &self.dispatch {
-            let r = self.rqs.get(rq);
-            assert!(r.dispatched && !r.in_driver);
         }
         let waiting = self.waiters[0].len() + self.waiters[1].len();
         // Proxy requests of the flush machinery have no bios of their own.
