@@ -26,6 +26,8 @@ impl Simulation {
             if self.drain_pending(TaskId(pi), now) {
                 return;
             }
+            // read_pages' blk_finish_plug, once the window's bios are out.
+            self.close_batch_plug(TaskId(pi), now);
             let p = &self.procs[pi as usize];
             let op = p.buf.expect("buffered op");
             let map = op.map;
@@ -121,6 +123,8 @@ impl Simulation {
     /// window's missing pages and queue bios over physically contiguous runs.
     fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
+        // read_pages: blk_start_plug (2.6.39+); finished when the bios are out.
+        self.open_batch_plug(task);
         let ino = self.vm.map_ino[map as usize];
         for (first, n) in runs {
             self.vm.note_cached(map, first, n);
