@@ -149,6 +149,9 @@ pub enum BlockWork {
     /// A queue run: `cfq_kick_queue` / `as_work_handler` for the elevator,
     /// `blk_run_queue_async` after a flush sequence.
     RunQueue,
+    /// blk-mq: hardware queue N's `run_work` (`blk_mq_run_work_fn`), queued
+    /// by an asynchronous `blk_mq_run_hw_queue`.
+    RunHwQueue(u16),
 }
 
 /// What a queue operation produced for the host.
@@ -1197,7 +1200,7 @@ impl RequestQueue {
                     self.generic_unplug_device_locked(now, ctx, tr, out);
                 }
             }
-            BlockWork::RunQueue => self.run_queue(now, ctx, tr, out),
+            BlockWork::RunQueue | BlockWork::RunHwQueue(_) => self.run_queue(now, ctx, tr, out),
         }
     }
 

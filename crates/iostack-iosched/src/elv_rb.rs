@@ -54,6 +54,13 @@ impl ElvRb {
         self.0.get(i).filter(|e| e.0 == sector).map(|&(_, r)| r)
     }
 
+    /// The first request starting at or after `sector` (mq-deadline's
+    /// `deadline_from_pos`).
+    pub fn ceiling(&self, sector: Sector) -> Option<RqId> {
+        let i = self.0.partition_point(|&e| e < (sector, RqId(0)));
+        self.0.get(i).map(|&(_, r)| r)
+    }
+
     /// `elv_rb_former_request`: the previous request in sector order.
     pub fn former(&self, key: Sector, rq: RqId) -> Option<RqId> {
         let i = self.pos(key, rq).unwrap_or_else(|i| i);

@@ -248,6 +248,33 @@ fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     }
 }
 
+/// The profile's block layer over the device: the 2.6.28-2.6.38 single queue,
+/// or blk-mq for 6.x (`queue/nr_requests` as the kernel sizes it unless set).
+fn build_queue(
+    cfg: &SimConfig,
+    qcfg: &QueueConfig,
+    dev: Box<dyn iostack_device::Device>,
+) -> Result<Box<dyn BlockQueue>, SimError> {
+    let t = &cfg.tunables;
+    if t.profile().single_queue() {
+        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
+        return Ok(Box::new(RequestQueue::new(qcfg.clone(), elv, dev)));
+    }
+    let elv = iostack_iosched::mq_by_name(&cfg.scheduler, t).map_err(SimError)?;
+    if dev.write_cache() {
+        return Err(SimError(format!(
+            "kernel {}: device '{}' has a volatile write cache, and blk-mq's flush \
+             sequencing (blk_insert_flush) is not modelled yet",
+            t.profile(),
+            cfg.machine.device_preset
+        )));
+    }
+    let set = t.overridden().contains(&"queue/nr_requests");
+    let nr = set.then(|| t.get_u64("queue/nr_requests") as u32);
+    let mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);
+    Ok(Box::new(iostack_block::MqQueue::new(mcfg, elv, dev)))
+}
+
 impl Simulation {
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
         let m = &cfg.machine;
@@ -274,8 +301,7 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
+        let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
