@@ -174,8 +174,6 @@ impl Simulation {
         write: bool,
         now: Instant,
     ) {
-        let spp = iostack_mm::PAGE_SIZE / 512;
-        let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
         if write {
             let wb = &mut self.vm.wb_pages;
             match self.tasks.kind(task) {
@@ -185,10 +183,29 @@ impl Simulation {
                 TaskKind::Process(_) => wb.dirtier += n,
             }
         }
+        let flags = self.page_bio_flags(task, map, write);
+        self.queue_page_bios_flagged(task, map, first, n, pblk, flags, now);
+    }
+
+    /// `queue_page_bios` with the request flags given (the journal's ordered
+    /// data carries the commit's `write_op`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn queue_page_bios_flagged(
+        &mut self,
+        task: TaskId,
+        map: u32,
+        first: u64,
+        n: u64,
+        pblk: u64,
+        flags: ReqFlags,
+        now: Instant,
+    ) {
+        let spp = iostack_mm::PAGE_SIZE / 512;
+        let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
+        let write = flags.is_write();
         let t = self.tasks.get(task);
         let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
         let dev = self.map_dev(map);
-        let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -266,6 +283,10 @@ impl Simulation {
             }
             return;
         }
+        if b.map == 0 {
+            self.journal_metadata_written(b.first, b.pages);
+        }
+        let m = &mut self.vm.maps[b.map as usize];
         let cleared = m.writeback.clear_range(b.first, b.pages);
         self.vm.nr_writeback -= cleared;
         if m.nr_writeback() == 0 {
@@ -297,6 +318,9 @@ impl Simulation {
         if self.drain_pending(TaskId(pi), now) {
             return;
         }
+        if !self.run_journal_op(TaskId(pi), now) {
+            return;
+        }
         if self.procs[pi as usize].throttle.is_some() {
             self.throttle_step(TaskId(pi), now);
             return;
@@ -312,7 +336,8 @@ impl Simulation {
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
         let ino = self.vm.map_ino[op.map as usize];
-        if let Err(e) = self.write_begin(ino, op.pos, n) {
+        let mut meta = Vec::new();
+        if let Err(e) = self.write_begin(ino, op.pos, n, &mut meta) {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
@@ -325,7 +350,14 @@ impl Simulation {
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
-        self.extend_i_size(ino, end_bytes);
+        let grew = self.extend_i_size(ino, end_bytes);
+        let create = {
+            let p = &mut self.procs[pi as usize];
+            let c = p.spec.fresh && !p.created;
+            p.created = true;
+            c
+        };
+        let jop = self.journal_write_op(ino, op.pos, n, &meta, grew.then_some(end_bytes), create);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -341,6 +373,11 @@ impl Simulation {
         }
         self.vm.reclaim();
         self.charge_sys(TaskId(pi), cost);
+        self.procs[pi as usize].jop = jop;
+        if !self.run_journal_op(TaskId(pi), now) {
+            self.tasks.get_mut(TaskId(pi)).cpu_until = now + cost;
+            return;
+        }
         self.schedule_task(TaskId(pi), now + cost);
     }
 }

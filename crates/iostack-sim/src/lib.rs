@@ -9,6 +9,7 @@ mod error;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
+mod jbd;
 mod kblockd;
 mod lazyinit;
 pub mod machine;

@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, JournalOp, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -82,6 +82,8 @@ pub(crate) enum Ev {
     WritebackTimer,
     /// A `congestion_wait` timed out.
     CongestionTimeout(TaskId),
+    /// The journal's commit timer (`j_commit_timer`).
+    CommitTimer,
 }
 
 /// One buffered read or write in progress.
@@ -152,6 +154,16 @@ pub(crate) struct Proc {
     pub(crate) fsync_waiting: bool,
     pub(crate) writes_since_fsync: u64,
     pub(crate) end_fsync_done: bool,
+    /// Journal work of the last write not yet done (the task slept in it).
+    pub(crate) jop: Option<JournalOp>,
+    /// A fresh file's creation has been journalled.
+    pub(crate) created: bool,
+    /// fsync waits in the journal (commit or cache flush).
+    pub(crate) jwait: bool,
+    /// fsync's cache flush is in flight.
+    pub(crate) jflush: bool,
+    /// The fsync in progress is an fdatasync.
+    pub(crate) datasync: bool,
 }
 
 pub struct Simulation {
@@ -175,6 +187,8 @@ pub struct Simulation {
     pub(crate) lazy: LazyInit,
     startq: crate::startq::StartQueue,
     pub(crate) kblockd: KBlockd,
+    /// The file system's journal, when it runs one (ext3).
+    pub(crate) jbd: Option<JournalRun>,
 }
 
 /// Every tunable table of the stack.
@@ -304,6 +318,7 @@ impl Simulation {
         let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
+        let jbd = crate::jbd::build(&*fs, t)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
         tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
@@ -340,6 +355,7 @@ impl Simulation {
             lazy: LazyInit::new(),
             startq: Default::default(),
             kblockd: KBlockd::default(),
+            jbd,
             cfg,
         };
         sim.setup_procs()?;
@@ -355,6 +371,12 @@ impl Simulation {
             .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
         let ctx = sim.tasks.get(kblockd).ctx();
         sim.queue.set_kblockd(ctx);
+        if sim.jbd.is_some() {
+            let pid = crate::jbd::KJOURNALD_PID;
+            sim.tasks
+                .add(kthread(KThread::Kjournald), pid, irq_cpu, (2, 4));
+            sim.tracer.process(pid, "kjournald");
+        }
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -532,6 +554,11 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
+                jop: None,
+                created: false,
+                jwait: false,
+                jflush: false,
+                datasync: false,
                 spec,
             });
             let map = match backing {
@@ -575,7 +602,7 @@ impl Simulation {
             }
             self.events += 1;
             let now = s.at;
-            if !matches!(s.event, Ev::WritebackTimer) {
+            if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
                 last_work = now;
             }
             match s.event {
@@ -593,8 +620,12 @@ impl Simulation {
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
+                Ev::CommitTimer => self.commit_timer(now),
             }
             self.drain_block_out(now);
+            if self.cfg.checks {
+                self.journal_check();
+            }
             let dirty = self.vm.nr_dirty;
             vm_stats.max_dirty = vm_stats.max_dirty.max(dirty);
             vm_stats.max_dirty_writeback = vm_stats
@@ -677,6 +708,13 @@ impl Simulation {
             let slot = match c.owner.end_io {
                 EndIo::PageCache { bio } => {
                     self.buf_bio_done(bio, now);
+                    if self.tasks.kind(c.owner.task) == TaskKind::KernelThread(KThread::Kjournald) {
+                        self.journal_bio_done(c.owner.task, now);
+                    }
+                    continue;
+                }
+                EndIo::Journal => {
+                    self.journal_bio_done(c.owner.task, now);
                     continue;
                 }
                 EndIo::DirectIo { slot } => slot,
@@ -763,6 +801,10 @@ impl Simulation {
                 return;
             }
             let p = &self.procs[pi as usize];
+            if p.jwait {
+                self.fsync_journal_step(pi, now);
+                return;
+            }
             if p.fsync.is_some() {
                 if self.fsync_step(pi, now) {
                     self.fsync_done(pi, now);
@@ -1119,10 +1161,39 @@ impl Simulation {
         self.issue_next(pi, now);
     }
 
-    /// An fsync finished: go on with the job, or end it.
+    /// fsync's `filemap_write_and_wait` is done: the file system's `->fsync`
+    /// (`ext3_sync_file`: the journal commit or a cache flush), then go on.
     fn fsync_done(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
+        if let Backing::File(ino) = self.procs[pi as usize].backing {
+            let datasync = self.procs[pi as usize].datasync;
+            if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
+                self.procs[pi as usize].jwait = true;
+                return;
+            }
+        }
+        self.fsync_finished(pi, now);
+    }
+
+    /// fsync returned: go on with the job, or end it.
+    fn fsync_finished(&mut self, pi: u32, now: Instant) {
+        self.tasks.block(TaskId(pi), Blocked::No);
         self.issue_next(pi, now);
+    }
+
+    /// A process woken in fsync's journal wait: submit what it still holds,
+    /// wait for its flush, or return from fsync.
+    fn fsync_journal_step(&mut self, pi: u32, now: Instant) {
+        let task = TaskId(pi);
+        if self.drain_pending(task, now) {
+            return;
+        }
+        if self.procs[pi as usize].jflush {
+            self.tasks.block(task, Blocked::OnJournal);
+            return;
+        }
+        self.procs[pi as usize].jwait = false;
+        self.fsync_finished(pi, now);
     }
 
     /// Run a task's next step: the event loop's dispatch by task id.
@@ -1132,6 +1203,7 @@ impl Simulation {
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
             TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
+            TaskKind::KernelThread(KThread::Kjournald) => self.kjournald_step(now),
         }
         self.sched_out(task, now);
     }

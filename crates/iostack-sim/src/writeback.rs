@@ -197,7 +197,9 @@ impl Simulation {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
             },
-            k @ TaskKind::KernelThread(KThread::KBlockd) => panic!("{k:?} runs no writeback"),
+            k @ TaskKind::KernelThread(KThread::KBlockd | KThread::Kjournald) => {
+                panic!("{k:?} runs no writeback")
+            }
             TaskKind::Process(i) => {
                 let p = &mut self.procs[i as usize];
                 if let Some(j) = p.fsync.as_mut() {
