@@ -662,6 +662,21 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     Ok(())
 }
 
+/// The advice fio's `td_io_open_file` gives the file: with `fadvise_hint=1`
+/// (`F_ADV_TYPE`), `POSIX_FADV_RANDOM` when `td_random(td)`, else
+/// `POSIX_FADV_SEQUENTIAL`.
+fn fadvise_of(j: &iostack_workload::JobSpec) -> crate::workload::Fadvise {
+    use crate::workload::Fadvise;
+    use iostack_workload::FadviseHint;
+    match j.fadvise_hint {
+        FadviseHint::None => Fadvise::Normal,
+        FadviseHint::Random => Fadvise::Random,
+        FadviseHint::Sequential => Fadvise::Sequential,
+        FadviseHint::Type if j.rw.kind.is_random() => Fadvise::Random,
+        FadviseHint::Type => Fadvise::Sequential,
+    }
+}
+
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
@@ -732,6 +747,8 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                     (j.min_bs.write, j.max_bs.write),
                 ],
                 bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
+                invalidate: j.invalidate,
+                fadvise: fadvise_of(j),
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

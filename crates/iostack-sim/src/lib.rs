@@ -12,6 +12,7 @@ pub mod fsys;
 mod kblockd;
 mod lazyinit;
 pub mod machine;
+mod open;
 mod plug;
 mod runend;
 mod startq;

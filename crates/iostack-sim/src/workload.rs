@@ -27,6 +27,19 @@ pub enum Engine {
     Async,
 }
 
+/// The `posix_fadvise` advice a process gives its file at open (fio's
+/// `fadvise_hint`, given in `td_io_open_file`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fadvise {
+    /// None given (`POSIX_FADV_NORMAL` is the state of a new open file).
+    Normal,
+    /// `POSIX_FADV_RANDOM`: no readahead (`f_ra.ra_pages = 0` before 2.6.34,
+    /// `FMODE_RANDOM` after).
+    Random,
+    /// `POSIX_FADV_SEQUENTIAL`: twice the device's readahead window.
+    Sequential,
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -88,6 +101,11 @@ pub struct ProcSpec {
     pub bs_range: [(u64, u64); 2],
     /// Per direction: fio's `bssplit` entries (size, percentage), in fio's order.
     pub bssplit: [Vec<(u64, u64)>; 2],
+    /// Drop the file's cached pages at open (fio's `invalidate`,
+    /// `file_invalidate_cache`).
+    pub invalidate: bool,
+    /// The advice given at open (fio's `fadvise_hint`).
+    pub fadvise: Fadvise,
     /// Start only once the processes `[a, b)` are done: the next step of one
     /// program that several processes carry out in turn (fs_mark's file after
     /// file, a new iteration after the last), where `stonewall` would wait for
@@ -125,6 +143,13 @@ impl std::fmt::Debug for ProcSpec {
             .field("fsync_every", &self.fsync_every);
         if let Some(a) = &self.after {
             d.field("after", a);
+        }
+        // fio's invalidate and fadvise_hint, for buffered processes, where
+        // they change the requests (a direct process's requests do not depend
+        // on the readahead state, and its file's cache is usually empty).
+        if !self.direct && (self.invalidate || self.fadvise != Fadvise::Normal) {
+            d.field("invalidate", &self.invalidate)
+                .field("fadvise", &self.fadvise);
         }
         // Likewise the fields of fio's number_ios, bsrange and bssplit, only
         // when they change the workload.
@@ -169,6 +194,8 @@ impl ProcSpec {
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],
+            invalidate: false,
+            fadvise: Fadvise::Normal,
             after: None,
         }
     }

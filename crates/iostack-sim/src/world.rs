@@ -98,7 +98,7 @@ pub(crate) struct BufOp {
 
 /// Where a process's I/O lands.
 #[derive(Clone, Copy, Debug)]
-enum Backing {
+pub(crate) enum Backing {
     /// A file of the mounted file system (inode number).
     File(u32),
     /// A raw device node: the disk or the partition.
@@ -119,7 +119,7 @@ struct Slot {
 
 pub(crate) struct Proc {
     pub(crate) spec: ProcSpec,
-    backing: Backing,
+    pub(crate) backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
     /// fio's `bsrange_state`: the draws of `get_next_buflen`.
@@ -152,6 +152,14 @@ pub(crate) struct Proc {
     pub(crate) fsync_waiting: bool,
     pub(crate) writes_since_fsync: u64,
     pub(crate) end_fsync_done: bool,
+    /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
+    pub(crate) opened: bool,
+    /// `FMODE_RANDOM` (2.6.34+'s `POSIX_FADV_RANDOM`): reads read what they ask.
+    pub(crate) ra_random: bool,
+    /// The open's cache invalidation waits for its flush job to end.
+    pub(crate) invalidate_pending: bool,
+    /// The task's writeback job is a `filemap_flush`: no wait at its end.
+    pub(crate) fsync_nowait: bool,
 }
 
 pub struct Simulation {
@@ -506,6 +514,10 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
+                opened: false,
+                ra_random: false,
+                invalidate_pending: false,
+                fsync_nowait: false,
                 spec,
             });
             let map = match backing {
@@ -732,22 +744,18 @@ impl Simulation {
     /// One step of process `pi`: submit the next bio of the I/O being submitted,
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
+        if !self.procs[pi as usize].opened {
+            // A writeback job it starts runs below, before the first I/O.
+            self.open_file(pi);
+        }
+        if self.fsync_pending(pi, now) {
+            return;
+        }
         if !self.procs[pi as usize].spec.direct {
             if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
                 return;
             }
             let p = &self.procs[pi as usize];
-            if p.fsync.is_some() {
-                if self.fsync_step(pi, now) {
-                    self.fsync_done(pi, now);
-                }
-                return;
-            }
-            if p.fsync_waiting {
-                self.procs[pi as usize].fsync_waiting = false;
-                self.fsync_done(pi, now);
-                return;
-            }
             match p.buf.map(|b| b.dir) {
                 Some(Dir::Read) => self.buffered_read_step(pi, now),
                 Some(Dir::Write) => self.buffered_write_step(pi, now),
@@ -1093,9 +1101,30 @@ impl Simulation {
         self.issue_next(pi, now);
     }
 
+    /// A step of the task's fsync (or open-time flush) if one is under way:
+    /// returns whether there was one.
+    fn fsync_pending(&mut self, pi: u32, now: Instant) -> bool {
+        let p = &self.procs[pi as usize];
+        if p.fsync.is_some() {
+            if self.fsync_step(pi, now) {
+                self.fsync_done(pi, now);
+            }
+            return true;
+        }
+        if p.fsync_waiting {
+            self.procs[pi as usize].fsync_waiting = false;
+            self.fsync_done(pi, now);
+            return true;
+        }
+        false
+    }
+
     /// An fsync finished: go on with the job, or end it.
-    fn fsync_done(&mut self, pi: u32, now: Instant) {
+    pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
+        if self.procs[pi as usize].invalidate_pending {
+            self.invalidate_now(pi);
+        }
         self.issue_next(pi, now);
     }
 

@@ -152,11 +152,19 @@ fn non_default_value(d: &iostack_workload::OptDef) -> Option<String> {
 
 /// I/Os the single process of a job did (reads and writes).
 fn ios_of(text: &str) -> u64 {
+    let r = run_on(text, "2.6.32");
+    let p = r.procs.last().unwrap();
+    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
+    p.dirs[0].ios + p.dirs[1].ios
+}
+
+/// Run a job file on the test machine with a kernel profile.
+fn run_on(text: &str, profile: &str) -> iostack_sim::stats::RunResult {
     use iostack_sim::{tunable_tables, SimConfig, Simulation};
     let m = machine();
     let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
     let tunables = iostack_core::Tunables::new(
-        iostack_core::Profile::parse("2.6.32").unwrap(),
+        iostack_core::Profile::parse(profile).unwrap(),
         &tunable_tables(),
     );
     let cfg = SimConfig {
@@ -168,10 +176,68 @@ fn ios_of(text: &str) -> u64 {
         checks: true,
         until: None,
     };
-    let (r, _) = Simulation::new(cfg).unwrap().run();
-    let p = r.procs.last().unwrap();
-    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
-    p.dirs[0].ios + p.dirs[1].ios
+    Simulation::new(cfg).unwrap().run().0
+}
+
+/// Page-cache bios of a job: (bios queued, bytes queued).
+fn bios_of(text: &str, profile: &str) -> (u64, u64) {
+    let q = run_on(text, profile).queue;
+    (q.bios_queued, q.bytes_queued)
+}
+
+/// fio's default `fadvise_hint=1` gives a random job `POSIX_FADV_RANDOM`: up to
+/// 2.6.33 no readahead at all, each 16 KiB read is four one-page `->readpage`
+/// bios; from 2.6.34 (`FMODE_RANDOM`) each read reads just its 16 KiB. Without
+/// the hint, the kernel's small-random-read path reads 16 KiB as one window too.
+/// A sequential job gets `POSIX_FADV_SEQUENTIAL`: twice the readahead window,
+/// so fewer, larger bios.
+#[test]
+fn fadvise_hint_sets_the_readahead_of_the_open_file() {
+    let rand = "[j]\nrw=randread\nbs=16k\nsize=16m\nnorandommap\nnumber_ios=100\n";
+    // Every bio one page; a few pages were cached by an earlier read.
+    let (bios, bytes) = bios_of(rand, "2.6.32");
+    assert_eq!(bytes, bios * 4096, "2.6.32, POSIX_FADV_RANDOM");
+    assert!(bios > 350, "2.6.32: {bios} one-page bios for 400 pages");
+    let (bios, bytes) = bios_of(rand, "2.6.37");
+    assert!(
+        bytes <= 100 * 16384 && bytes > bios * 4096,
+        "2.6.37, FMODE_RANDOM"
+    );
+    assert!(bios < 200, "2.6.37: {bios} bios for 100 reads");
+    let (bios, _) = bios_of(&format!("{rand}fadvise_hint=0\n"), "2.6.32");
+    assert!(bios < 200, "no hint: {bios} bios for 100 reads");
+    let seq = "[j]\nrw=read\nbs=4k\nsize=8m\n";
+    let (hinted, hb) = bios_of(seq, "2.6.32");
+    let (plain, pb) = bios_of(&format!("{seq}fadvise_hint=0\n"), "2.6.32");
+    assert_eq!((hb, pb), (8 << 20, 8 << 20));
+    assert!(hinted < plain, "SEQUENTIAL: {hinted} bios, NORMAL: {plain}");
+}
+
+/// fio's default `invalidate=1` drops the file's cache at open
+/// (`POSIX_FADV_DONTNEED`): a reader after a writer of the same file reads it
+/// from the disk; with `invalidate=0` it finds every page cached.
+#[test]
+fn invalidate_drops_the_cache_at_open() {
+    let job = |inv: u32| {
+        format!(
+            "[global]\nfilename=f\nbs=64k\nsize=4m\n[w]\nrw=write\nend_fsync=1\n\
+             [r]\nstonewall\nrw=read\ninvalidate={inv}\n"
+        )
+    };
+    let reads = |inv| run_on(&job(inv), "2.6.32").queue.read_ios;
+    assert_eq!(
+        reads(0),
+        0,
+        "invalidate=0: the pages the writer left are read"
+    );
+    assert!(reads(1) > 0, "invalidate=1: the reader goes to the disk");
+    // Without end_fsync the writer leaves dirty pages: the open's
+    // filemap_flush starts their writeback, and invalidate_mapping_pages
+    // keeps the pages under writeback, so the reader finds them cached.
+    let dirty = job(1).replace("end_fsync=1", "end_fsync=0");
+    let r = run_on(&dirty, "2.6.32");
+    assert_eq!(r.vm.wb_pages.dirtier, 1024, "{:?}", r.vm.wb_pages);
+    assert_eq!(r.queue.read_ios, 0);
 }
 
 /// `number_ios=100` issues exactly 100 I/Os (fio's `exceeds_number_ios`), for a

@@ -278,6 +278,21 @@ pub enum SyncMode {
     Dsync,
 }
 
+/// `fadvise_hint=`: the `posix_fadvise` advice fio gives at open
+/// (`td_io_open_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FadviseHint {
+    /// `0`: no advice.
+    None,
+    /// `1` (default): `POSIX_FADV_RANDOM` for random jobs, else
+    /// `POSIX_FADV_SEQUENTIAL` (fio's `F_ADV_TYPE`).
+    Type,
+    /// `random`: `POSIX_FADV_RANDOM`.
+    Random,
+    /// `sequential`: `POSIX_FADV_SEQUENTIAL`.
+    Sequential,
+}
+
 /// `fallocate=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fallocate {
@@ -464,6 +479,8 @@ pub struct JobSpec {
     pub overwrite: bool,
     /// `invalidate` (default true).
     pub invalidate: bool,
+    /// `fadvise_hint=`.
+    pub fadvise_hint: FadviseHint,
     /// `allow_file_create` (default true).
     pub allow_file_create: bool,
     /// `unlink`.
@@ -772,6 +789,12 @@ pub(crate) fn build_job(
         create_on_open: st.flag("create_on_open"),
         overwrite: st.flag("overwrite") || kind.reads(),
         invalidate: st.flag("invalidate_cache"),
+        fadvise_hint: match st.choice("fadvise_hint") {
+            Some("0") => FadviseHint::None,
+            Some("random") => FadviseHint::Random,
+            Some("sequential") => FadviseHint::Sequential,
+            _ => FadviseHint::Type,
+        },
         allow_file_create: st.flag("allow_create"),
         unlink: st.flag("unlink"),
         fallocate: match st.choice("fallocate_mode") {

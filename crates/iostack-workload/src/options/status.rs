@@ -120,7 +120,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("openfiles", No(NOT_YET), ""),
     ("file_service_type", No(NOT_YET), ""),
     ("fallocate", No(NOT_YET), ""),
-    ("fadvise_hint", No(NOT_YET), ""),
+    (
+        "fadvise_hint",
+        Sim,
+        "at open: RANDOM turns readahead off, SEQUENTIAL doubles its window",
+    ),
     ("fsync", Sim, "fsync after every N writes"),
     ("fdatasync", No(NOT_YET), ""),
     ("write_barrier", No(NOT_YET), ""),
@@ -243,8 +247,8 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("latency_run", No(PARENT), ""),
     (
         "invalidate",
-        No(NOT_YET),
-        "the page cache is not dropped before a job",
+        Sim,
+        "at open: POSIX_FADV_DONTNEED (filemap_flush, then invalidate_mapping_pages) or BLKFLSBUF",
     ),
     ("sync", No(NOT_YET), ""),
     ("write_hint", No(NOT_YET), ""),
