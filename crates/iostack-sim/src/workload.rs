@@ -40,6 +40,26 @@ pub enum Fadvise {
     Sequential,
 }
 
+/// fio's `thinktime` options: after every `blocks` I/Os (completed, or issued
+/// with `thinktime_blocks_type=issue`), wait for the I/Os in flight, spin
+/// `spin`, then sleep the rest of `think` (backend.c `handle_thinktime`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThinkTime {
+    pub think: Duration,
+    pub spin: Duration,
+    pub blocks: u64,
+    pub issue_side: bool,
+}
+
+/// fio's rate limit of one direction (`rate`/`rate_iops`), in bytes per second
+/// or I/Os per second; `poisson` for `rate_process=poisson`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateLimit {
+    pub bps: u64,
+    pub iops: u64,
+    pub poisson: bool,
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -101,6 +121,10 @@ pub struct ProcSpec {
     pub bs_range: [(u64, u64); 2],
     /// Per direction: fio's `bssplit` entries (size, percentage), in fio's order.
     pub bssplit: [Vec<(u64, u64)>; 2],
+    /// fio's `thinktime` (zero `think`: none).
+    pub think: ThinkTime,
+    /// Per direction (read, write): fio's `rate`/`rate_iops` (zero: none).
+    pub rate: [RateLimit; 2],
     /// Drop the file's cached pages at open (fio's `invalidate`,
     /// `file_invalidate_cache`).
     pub invalidate: bool,
@@ -143,6 +167,12 @@ impl std::fmt::Debug for ProcSpec {
             .field("fsync_every", &self.fsync_every);
         if let Some(a) = &self.after {
             d.field("after", a);
+        }
+        if self.think != ThinkTime::default() {
+            d.field("think", &self.think);
+        }
+        if self.rate != [RateLimit::default(); 2] {
+            d.field("rate", &self.rate);
         }
         // fio's invalidate and fadvise_hint, for buffered processes, where
         // they change the requests (a direct process's requests do not depend
@@ -196,6 +226,8 @@ impl ProcSpec {
             bssplit: [Vec::new(), Vec::new()],
             invalidate: false,
             fadvise: Fadvise::Normal,
+            think: ThinkTime::default(),
+            rate: [RateLimit::default(); 2],
             after: None,
         }
     }

@@ -133,12 +133,12 @@ pub(crate) struct Proc {
     seq_next: u64,
     bytes_issued: u64,
     /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
-    ios_issued: u64,
-    start: Instant,
+    pub(crate) ios_issued: u64,
+    pub(crate) start: Instant,
     end: Option<Instant>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    inflight: u32,
+    pub(crate) inflight: u32,
     submitting: Option<(u32, usize)>,
     pub(crate) result: ProcResult,
     // Buffered I/O.
@@ -152,6 +152,8 @@ pub(crate) struct Proc {
     pub(crate) fsync_waiting: bool,
     pub(crate) writes_since_fsync: u64,
     pub(crate) end_fsync_done: bool,
+    /// fio's think time and rate state.
+    pub(crate) pace: crate::pace::Pace,
     /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
     pub(crate) opened: bool,
     /// `FMODE_RANDOM` (2.6.34+'s `POSIX_FADV_RANDOM`): reads read what they ask.
@@ -514,6 +516,7 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
+                pace: Default::default(),
                 opened: false,
                 ra_random: false,
                 invalidate_pending: false,
@@ -846,10 +849,13 @@ impl Simulation {
 
     fn issue_next(&mut self, pi: u32, now: Instant) {
         let depth = self.procs[pi as usize].result.iodepth;
-        let p = &self.procs[pi as usize];
         if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
             return;
         }
+        if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
+            return;
+        }
+        let p = &self.procs[pi as usize];
         if !self.has_work(p, now) {
             if p.inflight == 0 {
                 self.finish_proc(pi, now);
@@ -873,6 +879,10 @@ impl Simulation {
         } else {
             Dir::Write
         };
+        if self.rate_wait(pi, dir, now) {
+            return;
+        }
+        let p = &mut self.procs[pi as usize];
         let (bs, rel, len) = if p.spec.varies(dir) {
             next_varied_io(p, dir)
         } else {
@@ -902,6 +912,8 @@ impl Simulation {
         let offset = p.spec.offset + rel;
         p.bytes_issued += len;
         p.ios_issued += 1;
+        self.rate_issued(pi, dir, len);
+        let p = &mut self.procs[pi as usize];
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {

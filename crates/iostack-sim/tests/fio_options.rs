@@ -28,9 +28,8 @@ fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
 #[test]
 fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
-        "rate=1m",
-        "rate_iops=1000",
-        "thinktime=100",
+        "rate_min=1m",
+        "thinktime_iotime=1",
         "blockalign=8k",
         "random_distribution=zipf:1.2",
         "percentage_random=50",
@@ -69,7 +68,8 @@ fn options_that_change_the_io_are_refused_at_their_line() {
 
 #[test]
 fn every_refused_option_is_reported_in_one_run() {
-    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nthinktime=2\n[b]\nsize=1m\nverify=md5\n";
+    let text =
+        "[global]\nrate_iops_min=100\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nverify=md5\n";
     let (msg, line, _) = refuse(text);
     assert_eq!(line, Some(2), "{msg}");
     for needle in [
@@ -311,4 +311,78 @@ fn bsrange_follows_fios_formula() {
     assert_eq!(bytes % 4096, 0);
     let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
     assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
+}
+
+/// Run a job on the `null` machine (a device with a fixed service time, so
+/// that pacing is the only thing that moves the clock much).
+fn run_null(text: &str) -> iostack_sim::stats::RunResult {
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine::preset("null").unwrap();
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    Simulation::new(cfg).unwrap().run().0
+}
+
+/// Run time of the last process of a job, in ns.
+fn run_ns(text: &str) -> (u64, u64) {
+    let r = run_null(text);
+    let p = r.procs.last().unwrap();
+    (p.end.since(p.start).as_ns(), p.dirs[0].ios + p.dirs[1].ios)
+}
+
+/// `rate_iops=1000` for 10 s issues 10,000 I/Os within 1% (fio's `rate_ddir`
+/// sleeps until `usec_for_io` says the bytes issued are due), for a sync and
+/// an async engine; `rate=` in bytes gives the same for 4 KiB blocks.
+#[test]
+fn rate_iops_issues_the_rate_asked() {
+    let base = "[j]\nrw=randread\nbs=4k\nsize=64m\ndirect=1\ntime_based\nruntime=10s\n";
+    for extra in [
+        "rate_iops=1000",
+        "rate=4000k",
+        "ioengine=libaio\niodepth=4\nrate_iops=1000",
+    ] {
+        let (_, ios) = run_ns(&format!("{base}{extra}\n"));
+        assert!((9900..=10100).contains(&ios), "{extra}: {ios} I/Os in 10 s");
+    }
+    let (_, free) = run_ns(base);
+    assert!(free > 20_000, "without a rate: {free} I/Os");
+    // A rate on a read/write mix is refused, not ignored.
+    let (msg, _, option) = refuse("[j]\nrw=randrw\nsize=1m\nrate_iops=100\n");
+    assert_eq!(option.as_deref(), Some("rate_iops"), "{msg}");
+}
+
+/// `thinktime=1000` (µs) with `thinktime_blocks=10`: after every 10th completed
+/// I/O the job sleeps 1 ms (fio's `handle_thinktime`), so 100 I/Os take 10 ms
+/// more than without; `thinktime_spin` is part of the think time, not added.
+#[test]
+fn thinktime_sleeps_after_every_n_blocks() {
+    let base = "[j]\nrw=read\nbs=4k\nsize=4m\ndirect=1\nnumber_ios=100\n";
+    let (plain, n) = run_ns(base);
+    assert_eq!(n, 100);
+    let think = format!("{base}thinktime=1000\nthinktime_blocks=10\n");
+    let (thought, n) = run_ns(&think);
+    assert_eq!(n, 100);
+    assert_eq!(thought - plain, 10 * 1_000_000, "{plain} vs {thought}");
+    let (spun, _) = run_ns(&format!("{think}thinktime_spin=400\n"));
+    assert_eq!(spun, thought);
+    // Counting issued I/Os with an async engine: the queue drains at each
+    // think time, so the job takes longer than the sum of the sleeps alone.
+    let aio = format!("{base}ioengine=libaio\niodepth=8\n");
+    let (plain, _) = run_ns(&aio);
+    let (thought, _) = run_ns(&format!(
+        "{aio}thinktime=1000\nthinktime_blocks=10\nthinktime_blocks_type=issue\n"
+    ));
+    assert!(thought >= plain + 10 * 1_000_000, "{plain} vs {thought}");
 }

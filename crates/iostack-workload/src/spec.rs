@@ -453,6 +453,10 @@ pub struct JobSpec {
     pub thinktime_spin_ns: u64,
     /// `thinktime_blocks=`.
     pub thinktime_blocks: u32,
+    /// `thinktime_blocks_type=issue` (default `complete`).
+    pub thinktime_blocks_issue: bool,
+    /// `rate_process=poisson` (default `linear`).
+    pub rate_poisson: bool,
     /// `rate=` in bytes/s per direction (0: unlimited).
     pub rate: PerDir<u64>,
     /// `rate_iops=` per direction.
@@ -776,6 +780,8 @@ pub(crate) fn build_job(
         thinktime_ns: ns(st.int("thinktime")),
         thinktime_spin_ns: ns(st.int("thinktime_spin")),
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
+        rate_poisson: st.choice("rate_process") == Some("poisson"),
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
         loops: u32c(st.int("loops")),
