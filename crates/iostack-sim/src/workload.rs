@@ -168,7 +168,7 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(a) = &self.after {
             d.field("after", a);
         }
-        if self.think != ThinkTime::default() {
+        if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
         }
         if self.rate != [RateLimit::default(); 2] {
