@@ -21,6 +21,7 @@
 use crate::workload::Fadvise;
 use crate::world::{Backing, Simulation};
 use iostack_core::Profile;
+use iostack_des::Instant;
 use iostack_mm::{WbJob, Wbc};
 
 impl Simulation {
@@ -28,15 +29,21 @@ impl Simulation {
     /// writeback job was started (the caller runs it before the first I/O, and
     /// the cache is dropped when it ends, in `fsync_done`).
     pub(crate) fn open_file(&mut self, pi: u32) -> bool {
-        let p = &mut self.procs[pi as usize];
-        p.opened = true;
-        let map = self.open_map(pi);
+        self.procs[pi as usize].opened = true;
         self.fadvise(pi);
-        let p = &self.procs[pi as usize];
-        if !p.spec.invalidate {
+        if !self.procs[pi as usize].spec.invalidate {
             return false;
         }
-        let Some(map) = map else { return false };
+        self.invalidate_file(pi)
+    }
+
+    /// `file_invalidate_cache`: drop the cache now, or start the writeback job
+    /// that must come first (true).
+    fn invalidate_file(&mut self, pi: u32) -> bool {
+        let Some(map) = self.open_map(pi) else {
+            return false;
+        };
+        let p = &self.procs[pi as usize];
         let raw = matches!(p.backing, Backing::Raw { .. });
         let m = &self.vm.maps[map as usize];
         let dirty = m.nr_dirty() > 0;
@@ -55,6 +62,17 @@ impl Simulation {
         }
         self.invalidate_now(pi);
         false
+    }
+
+    /// fio's `loop_cache_invalidate` when a time_based sequential job wraps:
+    /// `file_invalidate_cache` again. Returns true when a flush job was started
+    /// (the task runs it, then drops the cache, then chooses its I/O again).
+    pub(crate) fn loop_invalidate(&mut self, pi: u32, now: Instant) -> bool {
+        let started = self.invalidate_file(pi);
+        if started {
+            self.schedule_task(iostack_core::TaskId(pi), now);
+        }
+        started
     }
 
     /// The page cache fio's invalidation acts on: the file's, or the device

@@ -889,12 +889,22 @@ impl Simulation {
             let bs = p.spec.bs[dir as usize];
             (bs, 0, bs)
         };
+        let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
+        if seq && p.seq_next + bs > p.spec.region {
+            p.seq_next = 0; // wrap for another pass
+                            // get_next_seq_offset: a time_based job back at its start drops
+                            // the file's cache (loop_cache_invalidate).
+            let s = &p.spec;
+            let drop_cache = s.time_based && s.invalidate && !s.direct;
+            if drop_cache && self.loop_invalidate(pi, now) {
+                // The flush runs first; this I/O is chosen again after.
+                return;
+            }
+        }
+        let p = &mut self.procs[pi as usize];
         let rel = match p.spec.pattern {
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
-                if p.seq_next + bs > p.spec.region {
-                    p.seq_next = 0; // wrap for another pass
-                }
                 let r = p.seq_next;
                 p.seq_next += bs;
                 r
