@@ -15,6 +15,9 @@ use iostack_fs::mount::WritepageKind;
 use iostack_mm::{ondemand_readahead, RaWindow};
 use iostack_mm::{BufBio, Throttle};
 
+/// `force_page_cache_readahead`'s chunk: 2 MiB of pages at a time.
+const FORCE_RA_CHUNK: u64 = (2 << 20) / iostack_mm::PAGE_SIZE;
+
 impl Simulation {
     // ---------------------------------------------------------------- reads
 
@@ -47,9 +50,19 @@ impl Simulation {
             }
             let req = op.last.min(eof) - idx;
             if !m.present.get(idx) {
-                // page_cache_sync_readahead, then find_get_page again.
+                // page_cache_sync_readahead, then find_get_page again; with
+                // FMODE_RANDOM, force_page_cache_readahead of what is asked
+                // (in 2 MiB chunks, one window each here as there).
                 let mut ra = self.procs[pi as usize].ra;
-                let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req);
+                let w = if self.procs[pi as usize].ra_random {
+                    Some(RaWindow {
+                        start: idx,
+                        size: req.min(FORCE_RA_CHUNK),
+                        async_size: 0,
+                    })
+                } else {
+                    ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req)
+                };
                 self.procs[pi as usize].ra = ra;
                 let w = w.unwrap_or(RaWindow {
                     start: idx,

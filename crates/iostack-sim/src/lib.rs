@@ -13,6 +13,8 @@ mod jbd;
 mod kblockd;
 mod lazyinit;
 pub mod machine;
+mod open;
+mod pace;
 mod plug;
 mod runend;
 mod startq;

@@ -117,6 +117,10 @@ impl Simulation {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
                 self.unplug(TaskId(pi), now);
+                if std::mem::take(&mut self.procs[pi as usize].fsync_nowait) {
+                    // filemap_flush: the pages are under writeback; no wait.
+                    return true;
+                }
                 if self.vm.fdatawait(TaskId(pi), map) {
                     self.tasks.block(TaskId(pi), Blocked::OnPage);
                     self.procs[pi as usize].fsync_waiting = true;
