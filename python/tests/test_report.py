@@ -32,7 +32,7 @@ def shoot(page: Path, png: Path, width: int, height: int) -> str:
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          "--no-first-run", "--enable-logging=stderr", "--v=0",
          f"--user-data-dir={png.parent / 'profile'}",
-         f"--window-size={width},{height}", f"--screenshot={png}", page.as_uri()],
+         f"--window-size={width},{height}", f"--screenshot={png}", page.resolve().as_uri()],
         capture_output=True, text=True, timeout=120,
     )
     assert p.returncode == 0 and png.exists(), p.stderr
