@@ -60,6 +60,10 @@ def test_requests_are_blkparse_d_events(iostack_bin, job_file, tmp_path):
     assert (req["device_ns"] > 0).all()
     assert set(req["comm"]) == {"fio"}
     assert req["d_ns"].is_monotonic_increasing
+    # Every request was queued and inserted before it was dispatched.
+    assert req["q_ns"].notna().all() and req["i_ns"].notna().all()
+    assert ((req["q_ns"] <= req["i_ns"]) & (req["i_ns"] <= req["d_ns"])).all()
+    assert (req["queue_ns"] >= 0).all()
     # The stream is made of Arrow record batches.
     batches = list(r.request_batches())
     assert sum(b.num_rows for b in batches) == len(req)
