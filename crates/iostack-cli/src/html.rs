@@ -155,3 +155,41 @@ pub fn report(exps: &[(&Experiment, Vec<Row>)]) -> String {
          {body}</body></html>\n"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(variant: &str, metric: &str, published: Option<f64>, simulated: f64) -> Row {
+        Row {
+            experiment: "e".into(),
+            variant: variant.into(),
+            metric: metric.into(),
+            unit: "MB/s".into(),
+            published,
+            simulated,
+        }
+    }
+
+    #[test]
+    fn one_panel_per_metric_and_a_bar_per_value() {
+        let rows = vec![
+            row("a<b", "bw", Some(10.0), 12.0),
+            row("c", "bw", None, 0.0),
+            row("a<b", "seeks", Some(3.0), 4.5),
+        ];
+        let mut panels = String::new();
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.metric == "bw").collect();
+        panel(&mut panels, 0, 0, "bw", "MB/s", &mine);
+        // Published and simulated for `a<b`, simulated only for `c`.
+        assert_eq!(panels.matches(&format!("fill=\"{SIMULATED}\"")).count(), 2);
+        assert_eq!(panels.matches(&format!("fill=\"{PUBLISHED}\"")).count(), 1);
+        assert!(panels.contains("a&lt;b") && !panels.contains("a<b"));
+        // The tallest bar spans the plot; a zero is a hairline, not nothing.
+        assert!(panels.contains("height=\"152.0\""), "{panels}");
+        assert!(panels.contains("height=\"1.0\""), "{panels}");
+        assert_eq!(metrics(&rows), vec![("bw", "MB/s"), ("seeks", "MB/s")]);
+        assert_eq!(short(31_300.0), "31.3k");
+        assert_eq!(short(0.25), "0.25");
+    }
+}
