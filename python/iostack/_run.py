@@ -33,10 +33,16 @@ def _keywords() -> dict[str, str]:
 TUNABLE_KEYWORDS: dict[str, str] = _keywords()
 
 
-def tunables(kernel: str = "2.6.36"):
+def tunables(kernel: str = "2.6.36", sched: str | None = None):
     """Every tunable with its keyword, unit, default under `kernel` and
-    description, as a DataFrame."""
+    description, as a DataFrame; with `sched`, the `iosched/*` ones of that
+    scheduler only (as `iostack tunables --sched` lists them)."""
     import pandas as pd
+
+    def shown(name: str) -> bool:
+        return sched is None or not name.startswith("iosched/") or name.startswith(
+            f"iosched/{sched}/"
+        )
 
     rows = [
         {
@@ -47,6 +53,7 @@ def tunables(kernel: str = "2.6.36"):
             "description": doc,
         }
         for name, unit, default, doc in _table(kernel)
+        if shown(name)
     ]
     return pd.DataFrame(rows)
 

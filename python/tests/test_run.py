@@ -103,3 +103,10 @@ def test_keywords_are_the_tunable_table(iostack_bin):
     assert sorted(t["name"]) == sorted(names)
     assert t["keyword"].is_unique
     assert t.set_index("name").loc["iosched/cfq/slice_idle", "keyword"] == "iosched_cfq_slice_idle"
+
+
+def test_tunables_of_a_scheduler():
+    t = iostack.tunables(kernel="2.6.32", sched="deadline")
+    io = [n for n in t["name"] if n.startswith("iosched/")]
+    assert io and all(n.startswith("iosched/deadline/") for n in io)
+    assert t.set_index("name").loc["queue/nr_requests", "default"] == "128"
