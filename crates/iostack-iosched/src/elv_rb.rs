@@ -69,6 +69,10 @@ impl ElvRb {
 
     /// `elv_rb_latter_request`: the next request in sector order.
     pub fn latter(&self, key: Sector, rq: RqId) -> Option<RqId> {
+        // A streaming writer back-merges into the highest request: no search.
+        if self.0.last() == Some(&(key, rq)) {
+            return None;
+        }
         // As `range((key, rq)..).nth(1)`: the second entry from `(key, rq)` on.
         let i = self.pos(key, rq).unwrap_or_else(|i| i) + 1;
         self.0.get(i).map(|&(_, r)| r)
