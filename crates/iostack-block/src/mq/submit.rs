@@ -235,7 +235,9 @@ impl MqQueue {
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
     fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
-        if self.rqs.get(rq).flags.is_flush_or_fua() && self.insert_flush(now, rq, tr, out) {
+        // op_is_flush: such a request never sets RQF_USE_SCHED.
+        let flushy = self.rqs.get(rq).flags.is_flush_or_fua();
+        if flushy && self.insert_flush(now, rq, tr, out) {
             return;
         }
         let task = self.bios.get(self.rqs.get(rq).bio_head).owner.task;
@@ -252,7 +254,7 @@ impl MqQueue {
             (self.mq(rq).hctx, c, r.flags.is_sync())
         };
         let busy = self.hctxs[h as usize].dispatch_busy > 0 && (self.hctxs.len() == 1 || !sync);
-        if self.elv.is_some() || busy {
+        if (self.elv.is_some() && !flushy) || busy {
             self.insert_request(now, rq, ctx, tr, out);
             self.run_hw_queue(now, h, true, ctx, tr, out);
         } else {
