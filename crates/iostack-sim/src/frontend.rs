@@ -290,6 +290,28 @@ pub fn fio_procs_from_text_env(
 struct JobAt<'a>(&'a iostack_workload::JobSpec);
 
 impl JobAt<'_> {
+    /// A refused value of a simulated option: at the option's own line when
+    /// the job sets it in its section (else at the section's), worded as the
+    /// option table's refusals are.
+    fn refuse(&self, option: &str, reason: &str) -> SimError {
+        let own = self.0.options.iter().rev().find(|e| e.name == option);
+        let Some(e) = own else {
+            return self.err(Some(option), format!("{option}: {reason}"));
+        };
+        let value = e.value.as_deref().map(|v| format!("={v}"));
+        SimError::Job {
+            file: e.file.display().to_string(),
+            line: Some(e.line),
+            job: self.0.name.clone(),
+            option: Some(option.to_string()),
+            message: format!(
+                "option '{}{}' is refused: {reason}",
+                e.written_name,
+                value.unwrap_or_default()
+            ),
+        }
+    }
+
     fn err(&self, option: Option<&str>, message: String) -> SimError {
         SimError::Job {
             file: self.0.file.display().to_string(),
@@ -662,6 +684,57 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     Ok(())
 }
 
+/// fio's `random_distribution` where it is simulated (uniform, `zoned`,
+/// `zoned_abs`): the zones of each direction. zipf, pareto and normal are
+/// refused: fio draws them in floating point (`pow`, `log`, the Gauss sum),
+/// which the simulation keeps out of its decisions. Zones with varied block
+/// sizes are refused, as is `percentage_random` below 100 with the random map
+/// (fio marks the sequential I/Os in it) or with varied sizes.
+fn zoned_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::workload::Zoned>, SimError> {
+    use iostack_workload::RandomDistribution as D;
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let perc = j.perc_random.read.min(j.perc_random.write) < 100;
+    if perc && j.rw.kind.is_random() && (!j.norandommap || varies) {
+        let msg = "with the random map or varied block sizes it is not modelled yet; set \
+                   norandommap and one block size";
+        return Err(at.refuse("percentage_random", msg));
+    }
+    let (absolute, zones) = match &j.random_distribution {
+        D::Random => return Ok(None),
+        D::Zoned(z) => (false, z),
+        D::ZonedAbs(z) => (true, z),
+        _ => {
+            let msg = "zipf, pareto and normal are not modelled yet (fio draws them in \
+                       floating point)";
+            return Err(at.refuse("random_distribution", msg));
+        }
+    };
+    if varies {
+        let msg = "a zoned distribution with varied block sizes is not modelled yet";
+        return Err(at.refuse("random_distribution", msg));
+    }
+    let list = |v: &Vec<iostack_workload::ZoneSplit>| -> Vec<(u32, u64)> {
+        v.iter().map(|z| (z.access_percent, z.size)).collect()
+    };
+    let zoned = crate::workload::Zoned {
+        absolute,
+        zones: [list(&zones.read), list(&zones.write)],
+    };
+    let too_big = zoned
+        .zones
+        .iter()
+        .any(|z| z.iter().map(|e| e.1).sum::<u64>() > size);
+    if absolute && too_big {
+        let msg = format!("zoned_abs sizes exceed the file size ({size} bytes), as fio says");
+        return Err(at.refuse("random_distribution", &msg));
+    }
+    Ok(Some(zoned))
+}
+
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
 /// in `pacing_fits`).
 fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
@@ -710,29 +783,25 @@ fn rate_of(
 fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
     let rated = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
     if rated && j.rate_poisson {
-        let msg = "rate_process=poisson is not modelled yet".to_string();
-        return Err(at.err(Some("rate_process"), msg));
+        return Err(at.refuse("rate_process", "poisson is not modelled yet"));
     }
     let mixed = j.rw.kind.reads() && j.rw.kind.writes();
     if rated && mixed {
-        let msg = "rate with a read/write mix (rate_ddir's direction switching) is not \
-                   modelled yet"
-            .to_string();
+        let msg = "a rate on a read/write mix (rate_ddir's direction switching) is not \
+                   modelled yet";
         let option = if j.rate.read | j.rate.write != 0 {
             "rate"
         } else {
             "rate_iops"
         };
-        return Err(at.err(Some(option), msg));
+        return Err(at.refuse(option, msg));
     }
     if j.thinktime_spin_ns > j.thinktime_ns {
         let msg = format!(
-            "thinktime_spin ({} us) longer than thinktime ({} us): fio would sleep a \
-             negative time",
-            j.thinktime_spin_ns / 1000,
+            "longer than thinktime ({} us): fio would sleep a negative time",
             j.thinktime_ns / 1000
         );
-        return Err(at.err(Some("thinktime_spin"), msg));
+        return Err(at.refuse("thinktime_spin", &msg));
     }
     Ok(())
 }
@@ -826,6 +895,8 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 invalidate: j.invalidate,
                 fadvise: fadvise_of(j),
                 think: think_of(j),
+                zoned: zoned_of(j, size, &at)?,
+                perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
                 rate: rate_of(j, &at)?,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });

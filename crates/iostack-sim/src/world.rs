@@ -6,7 +6,7 @@
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
 use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
-use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
+use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
 };
@@ -152,6 +152,12 @@ pub(crate) struct Proc {
     pub(crate) fsync_waiting: bool,
     pub(crate) writes_since_fsync: u64,
     pub(crate) end_fsync_done: bool,
+    /// fio's `zone_state`: the zone of a zoned random I/O.
+    rng_zone: Rng,
+    /// fio's `seq_rand_state` per direction (`percentage_random`).
+    rng_seqrand: [Rng; 2],
+    /// Where the last I/O of each direction ended (fio's `last_pos`), relative.
+    last_end: [u64; 2],
     /// fio's think time and rate state.
     pub(crate) pace: crate::pace::Pace,
     /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
@@ -516,6 +522,12 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
+                rng_zone: Rng::stream(self.cfg.seed, &format!("{label}/zone")),
+                rng_seqrand: [
+                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/read")),
+                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/write")),
+                ],
+                last_end: [0, 0],
                 pace: Default::default(),
                 opened: false,
                 ra_random: false,
@@ -902,12 +914,20 @@ impl Simulation {
             }
         }
         let p = &mut self.procs[pi as usize];
+        let random = matches!(p.spec.pattern, Pattern::Random { .. }) && !p.spec.varies(dir);
+        let seq_now = random && !should_do_random(p, dir, bs);
         let rel = match p.spec.pattern {
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 let r = p.seq_next;
                 p.seq_next += bs;
                 r
+            }
+            Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
+            Pattern::Random { .. } if p.spec.zoned.is_some() => {
+                let blocks = (p.spec.region / bs).max(1);
+                let z = p.spec.zoned.as_ref().unwrap();
+                zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
@@ -920,6 +940,7 @@ impl Simulation {
             }
         };
         let offset = p.spec.offset + rel;
+        p.last_end[dir as usize] = rel + len;
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
@@ -1243,6 +1264,21 @@ impl Simulation {
 /// Offset and length of the next I/O of a job whose I/O size varies: the offset
 /// in units of `minbs` (fio's default `blockalign`), sequential or uniformly
 /// random (the front end refuses the random map with varying sizes), then
+/// fio's `should_do_random` (io_u.c): with `percentage_random` below 100, a
+/// draw `v` in 1..=100 from the direction's `seq_rand_state` says whether this
+/// I/O is random (`v <= perc`); otherwise it is sequential from where the
+/// direction's last I/O ended (`get_next_seq_offset`), or random when that
+/// would run past the region.
+fn should_do_random(p: &mut Proc, d: Dir, bs: u64) -> bool {
+    let perc = p.spec.perc_random[d as usize];
+    if perc >= 100 {
+        return true;
+    }
+    let rng = &mut p.rng_seqrand[d as usize];
+    let v = 1 + ((100u64 * (rng.next_u64() >> 32)) >> 32);
+    v <= u64::from(perc) || p.last_end[d as usize] + bs > p.spec.region
+}
+
 /// `get_next_buflen`'s length. Returns (minbs, offset in the region, length).
 fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
     let (minbs, _) = p.spec.bs_range[dir as usize];

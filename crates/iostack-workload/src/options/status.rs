@@ -112,8 +112,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("softrandommap", No(NOT_YET), ""),
     ("random_generator", No(NOT_YET), ""),
-    ("random_distribution", No(NOT_YET), ""),
-    ("percentage_random", No(NOT_YET), ""),
+    (
+        "random_distribution",
+        Sim,
+        "random, zoned, zoned_abs; zipf, pareto, normal refused",
+    ),
+    (
+        "percentage_random",
+        Sim,
+        "should_do_random; needs norandommap and one block size",
+    ),
     ("percentage_sequential", No("deprecated in fio"), ""),
     ("allrandrepeat", No(NOT_YET), ""),
     ("nrfiles", No(NOT_YET), ""),
