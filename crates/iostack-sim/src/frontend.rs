@@ -806,6 +806,32 @@ fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError
     Ok(())
 }
 
+/// fio's sync options where they are simulated: `fsync=N`, `fdatasync=N` (the
+/// same `filemap_write_and_wait` here: the simulated fsync writes no inode or
+/// journal), `sync=1`/`dsync` on buffered writes. With O_DIRECT, or both
+/// counts set, they are refused.
+fn syncs_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    if j.fsync > 0 && j.fdatasync > 0 {
+        let msg = "together with fsync= (two counters of write issues) it is not modelled yet";
+        return Err(at.refuse("fdatasync", msg));
+    }
+    if !j.direct || !j.rw.kind.writes() {
+        return Ok(());
+    }
+    let why = "with direct=1 it is not modelled yet (the fsync of an O_DIRECT file is a \
+               journal commit and a cache flush)";
+    if j.sync != iostack_workload::SyncMode::None {
+        return Err(at.refuse("sync", why));
+    }
+    if j.fsync > 0 {
+        return Err(at.refuse("fsync", why));
+    }
+    if j.fdatasync > 0 {
+        return Err(at.refuse("fdatasync", why));
+    }
+    Ok(())
+}
+
 /// The advice fio's `td_io_open_file` gives the file: with `fadvise_hint=1`
 /// (`F_ADV_TYPE`), `POSIX_FADV_RANDOM` when `td_random(td)`, else
 /// `POSIX_FADV_SEQUENTIAL`.
@@ -840,6 +866,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
         pacing_fits(j, &at)?;
+        syncs_fit(j, &at)?;
         varied_sizes_fit(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
@@ -885,7 +912,8 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 // `overwrite` is set (filesetup.c extend_file).
                 fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
                 end_fsync: j.end_fsync,
-                fsync_every: j.fsync as u64,
+                fsync_every: u64::from(j.fsync.max(j.fdatasync)),
+                osync: j.sync != iostack_workload::SyncMode::None,
                 number_ios: number_ios_of(j, &at)?,
                 bs_range: [
                     (j.min_bs.read, j.max_bs.read),

@@ -118,8 +118,11 @@ pub struct ProcSpec {
     pub fresh: bool,
     /// fsync after the last write (fio `end_fsync`, dd `conv=fsync`).
     pub end_fsync: bool,
-    /// fsync after every N writes (fio `fsync=N`; 0 = never).
+    /// fsync after every N writes (fio `fsync=N`/`fdatasync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Buffered writes are O_SYNC/O_DSYNC (fio `sync=1`/`sync=dsync`): each
+    /// `write()` writes back and waits for its pages before it returns.
+    pub osync: bool,
     /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
     /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
     /// I/O issued.
@@ -180,6 +183,9 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(a) = &self.after {
             d.field("after", a);
         }
+        if self.osync {
+            d.field("osync", &self.osync);
+        }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
         }
@@ -237,6 +243,7 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            osync: false,
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],

@@ -158,6 +158,8 @@ pub(crate) struct Proc {
     rng_seqrand: [Rng; 2],
     /// Where the last I/O of each direction ended (fio's `last_pos`), relative.
     last_end: [u64; 2],
+    /// An O_SYNC `write()` waiting for its sync before it returns.
+    pub(crate) osync_op: Option<BufOp>,
     /// fio's think time and rate state.
     pub(crate) pace: crate::pace::Pace,
     /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
@@ -528,6 +530,7 @@ impl Simulation {
                     Rng::stream(self.cfg.seed, &format!("{label}/seqrand/write")),
                 ],
                 last_end: [0, 0],
+                osync_op: None,
                 pace: Default::default(),
                 opened: false,
                 ra_random: false,
@@ -1110,6 +1113,23 @@ impl Simulation {
         let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
+        if op.dir == Dir::Write && p.spec.osync {
+            // O_SYNC/O_DSYNC: generic_file_aio_write syncs what it wrote
+            // (2.6.28 sync_page_range, later generic_write_sync →
+            // vfs_fsync_range) before write() returns.
+            p.osync_op = Some(op);
+            let map = p.map;
+            self.start_fsync(pi, map);
+            self.schedule_task(TaskId(pi), now);
+            return;
+        }
+        self.buf_returned(pi, op, now);
+    }
+
+    /// The `write()`/`read()` of `op` returns to the process: its numbers,
+    /// then fio's `fsync=`/`fdatasync=` every N writes, then the next I/O.
+    fn buf_returned(&mut self, pi: u32, op: BufOp, now: Instant) {
+        let p = &mut self.procs[pi as usize];
         let page = iostack_mm::PAGE_SIZE;
         let first = op.offset / page;
         let bytes = ((op.pos.max(first) - first) * page).min(op.len);
@@ -1167,6 +1187,10 @@ impl Simulation {
         self.tasks.block(TaskId(pi), Blocked::No);
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
+        }
+        if let Some(op) = self.procs[pi as usize].osync_op.take() {
+            self.buf_returned(pi, op, now);
+            return;
         }
         self.issue_next(pi, now);
     }

@@ -35,8 +35,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "rw_sequencer=identical",
         "nrfiles=4",
         "filesize=1m",
-        "sync=1",
-        "fdatasync=4",
         "ramp_time=2s",
         "verify=md5",
         "zonemode=strided",
@@ -492,4 +490,26 @@ fn percentage_random_mixes_sequential_io() {
     assert!(seq_share("") < 0.01);
     let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\npercentage_random=50\n");
     assert_eq!(option.as_deref(), Some("percentage_random"), "{msg}");
+}
+
+/// `sync=1` (O_SYNC): every buffered `write()` writes its pages back and waits
+/// before it returns, so the writer itself writes every page and each write's
+/// latency covers its device time; `fdatasync=4` writes back every fourth
+/// write; without either the writer leaves its pages to the flusher. O_DIRECT
+/// with them is refused.
+#[test]
+fn sync_and_fdatasync_write_back_from_the_writer() {
+    let base = "[j]\nrw=write\nbs=64k\nsize=4m\n";
+    let by_writer = |extra: &str| {
+        let r = run_on(&format!("{base}{extra}\n"), "2.6.32");
+        (r.vm.wb_pages.dirtier, r.procs[0].dirs[1].clat.min)
+    };
+    let (plain, plain_lat) = by_writer("");
+    assert_eq!(plain, 0);
+    let (osync, osync_lat) = by_writer("sync=1");
+    assert_eq!(osync, 1024, "every page by the O_SYNC writer");
+    assert!(osync_lat > plain_lat * 2, "{osync_lat} vs {plain_lat} ns");
+    assert_eq!(by_writer("fdatasync=4").0, 1024);
+    let (msg, _, option) = refuse("[j]\nrw=write\nsize=1m\ndirect=1\nfsync=4\n");
+    assert_eq!(option.as_deref(), Some("fsync"), "{msg}");
 }
