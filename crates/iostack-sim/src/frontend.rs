@@ -806,10 +806,9 @@ fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError
     Ok(())
 }
 
-/// fio's sync options where they are simulated: `fsync=N`, `fdatasync=N` (the
-/// same `filemap_write_and_wait` here: the simulated fsync writes no inode or
-/// journal), `sync=1`/`dsync` on buffered writes. With O_DIRECT, or both
-/// counts set, they are refused.
+/// fio's sync options where they are simulated: `fsync=N`, `fdatasync=N`
+/// (`->fsync` with `datasync`), `sync=1`/`dsync` on buffered writes. With
+/// O_DIRECT, or both counts set, they are refused.
 fn syncs_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
     if j.fsync > 0 && j.fdatasync > 0 {
         let msg = "together with fsync= (two counters of write issues) it is not modelled yet";
@@ -914,6 +913,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 end_fsync: j.end_fsync,
                 fsync_every: u64::from(j.fsync.max(j.fdatasync)),
                 osync: j.sync != iostack_workload::SyncMode::None,
+                datasync: j.fdatasync > 0 || j.sync == iostack_workload::SyncMode::Dsync,
                 number_ios: number_ios_of(j, &at)?,
                 bs_range: [
                     (j.min_bs.read, j.max_bs.read),

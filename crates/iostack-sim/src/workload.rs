@@ -123,6 +123,9 @@ pub struct ProcSpec {
     /// Buffered writes are O_SYNC/O_DSYNC (fio `sync=1`/`sync=dsync`): each
     /// `write()` writes back and waits for its pages before it returns.
     pub osync: bool,
+    /// Those syncs are data syncs (fio `fdatasync=N`, `sync=dsync`: the
+    /// file system's `->fsync` with `datasync`).
+    pub datasync: bool,
     /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
     /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
     /// I/O issued.
@@ -183,8 +186,9 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(a) = &self.after {
             d.field("after", a);
         }
-        if self.osync {
-            d.field("osync", &self.osync);
+        if self.osync || self.datasync {
+            d.field("osync", &self.osync)
+                .field("datasync", &self.datasync);
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -244,6 +248,7 @@ impl ProcSpec {
             end_fsync: false,
             fsync_every: 0,
             osync: false,
+            datasync: false,
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],

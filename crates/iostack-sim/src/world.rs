@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, KBlockd, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, JournalOp, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -82,6 +82,8 @@ pub(crate) enum Ev {
     WritebackTimer,
     /// A `congestion_wait` timed out.
     CongestionTimeout(TaskId),
+    /// The journal's commit timer (`j_commit_timer`).
+    CommitTimer,
 }
 
 /// One buffered read or write in progress.
@@ -160,6 +162,16 @@ pub(crate) struct Proc {
     last_end: [u64; 2],
     /// An O_SYNC `write()` waiting for its sync before it returns.
     pub(crate) osync_op: Option<BufOp>,
+    /// Journal work of the last write not yet done (the task slept in it).
+    pub(crate) jop: Option<JournalOp>,
+    /// A fresh file's creation has been journalled.
+    pub(crate) created: bool,
+    /// fsync waits in the journal (commit or cache flush).
+    pub(crate) jwait: bool,
+    /// fsync's cache flush is in flight.
+    pub(crate) jflush: bool,
+    /// The fsync in progress is an fdatasync.
+    pub(crate) datasync: bool,
     /// fio's think time and rate state.
     pub(crate) pace: crate::pace::Pace,
     /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
@@ -193,6 +205,8 @@ pub struct Simulation {
     pub(crate) lazy: LazyInit,
     startq: crate::startq::StartQueue,
     pub(crate) kblockd: KBlockd,
+    /// The file system's journal, when it runs one (ext3).
+    pub(crate) jbd: Option<JournalRun>,
 }
 
 /// Every tunable table of the stack.
@@ -266,6 +280,33 @@ fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     }
 }
 
+/// The profile's block layer over the device: the 2.6.28-2.6.38 single queue,
+/// or blk-mq for 6.x (`queue/nr_requests` as the kernel sizes it unless set).
+fn build_queue(
+    cfg: &SimConfig,
+    qcfg: &QueueConfig,
+    dev: Box<dyn iostack_device::Device>,
+) -> Result<Box<dyn BlockQueue>, SimError> {
+    let t = &cfg.tunables;
+    if t.profile().single_queue() {
+        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
+        return Ok(Box::new(RequestQueue::new(qcfg.clone(), elv, dev)));
+    }
+    let elv = iostack_iosched::mq_by_name(&cfg.scheduler, t).map_err(SimError)?;
+    if dev.write_cache() {
+        return Err(SimError(format!(
+            "kernel {}: device '{}' has a volatile write cache, and blk-mq's flush \
+             sequencing (blk_insert_flush) is not modelled yet",
+            t.profile(),
+            cfg.machine.device_preset
+        )));
+    }
+    let set = t.overridden().contains(&"queue/nr_requests");
+    let nr = set.then(|| t.get_u64("queue/nr_requests") as u32);
+    let mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);
+    Ok(Box::new(iostack_block::MqQueue::new(mcfg, elv, dev)))
+}
+
 impl Simulation {
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
         let m = &cfg.machine;
@@ -292,10 +333,10 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
+        let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
+        let jbd = crate::jbd::build(&*fs, t)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
         tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
@@ -332,6 +373,7 @@ impl Simulation {
             lazy: LazyInit::new(),
             startq: Default::default(),
             kblockd: KBlockd::default(),
+            jbd,
             cfg,
         };
         sim.setup_procs()?;
@@ -347,6 +389,12 @@ impl Simulation {
             .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
         let ctx = sim.tasks.get(kblockd).ctx();
         sim.queue.set_kblockd(ctx);
+        if sim.jbd.is_some() {
+            let pid = crate::jbd::KJOURNALD_PID;
+            sim.tasks
+                .add(kthread(KThread::Kjournald), pid, irq_cpu, (2, 4));
+            sim.tracer.process(pid, "kjournald");
+        }
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
             .procs
@@ -531,6 +579,11 @@ impl Simulation {
                 ],
                 last_end: [0, 0],
                 osync_op: None,
+                jop: None,
+                created: false,
+                jwait: false,
+                jflush: false,
+                datasync: false,
                 pace: Default::default(),
                 opened: false,
                 ra_random: false,
@@ -579,7 +632,7 @@ impl Simulation {
             }
             self.events += 1;
             let now = s.at;
-            if !matches!(s.event, Ev::WritebackTimer) {
+            if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
                 last_work = now;
             }
             match s.event {
@@ -597,8 +650,12 @@ impl Simulation {
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
+                Ev::CommitTimer => self.commit_timer(now),
             }
             self.drain_block_out(now);
+            if self.cfg.checks {
+                self.journal_check();
+            }
             let dirty = self.vm.nr_dirty;
             vm_stats.max_dirty = vm_stats.max_dirty.max(dirty);
             vm_stats.max_dirty_writeback = vm_stats
@@ -681,6 +738,13 @@ impl Simulation {
             let slot = match c.owner.end_io {
                 EndIo::PageCache { bio } => {
                     self.buf_bio_done(bio, now);
+                    if self.tasks.kind(c.owner.task) == TaskKind::KernelThread(KThread::Kjournald) {
+                        self.journal_bio_done(c.owner.task, now);
+                    }
+                    continue;
+                }
+                EndIo::Journal => {
+                    self.journal_bio_done(c.owner.task, now);
                     continue;
                 }
                 EndIo::DirectIo { slot } => slot,
@@ -1118,6 +1182,7 @@ impl Simulation {
             // (2.6.28 sync_page_range, later generic_write_sync →
             // vfs_fsync_range) before write() returns.
             p.osync_op = Some(op);
+            p.datasync = p.spec.datasync;
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
@@ -1155,6 +1220,7 @@ impl Simulation {
             p.writes_since_fsync += 1;
             if p.spec.fsync_every > 0 && p.writes_since_fsync >= p.spec.fsync_every {
                 p.writes_since_fsync = 0;
+                p.datasync = p.spec.datasync;
                 let map = p.map;
                 self.start_fsync(pi, map);
                 self.schedule_task(TaskId(pi), now);
@@ -1164,10 +1230,31 @@ impl Simulation {
         self.issue_next(pi, now);
     }
 
+    /// fsync's `filemap_write_and_wait` is done: the file system's `->fsync`
+    /// (`ext3_sync_file`: the journal commit or a cache flush), then go on.
+    /// fio's open-time flush (`invalidate`) is no fsync and goes on at once.
+    pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
+        self.tasks.block(TaskId(pi), Blocked::No);
+        if !self.procs[pi as usize].invalidate_pending {
+            if let Backing::File(ino) = self.procs[pi as usize].backing {
+                let datasync = self.procs[pi as usize].datasync;
+                if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
+                    self.procs[pi as usize].jwait = true;
+                    return;
+                }
+            }
+        }
+        self.fsync_finished(pi, now);
+    }
+
     /// A step of the task's fsync (or open-time flush) if one is under way:
     /// returns whether there was one.
     fn fsync_pending(&mut self, pi: u32, now: Instant) -> bool {
         let p = &self.procs[pi as usize];
+        if p.jwait {
+            self.fsync_journal_step(pi, now);
+            return true;
+        }
         if p.fsync.is_some() {
             if self.fsync_step(pi, now) {
                 self.fsync_done(pi, now);
@@ -1182,8 +1269,8 @@ impl Simulation {
         false
     }
 
-    /// An fsync finished: go on with the job, or end it.
-    pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
+    /// fsync returned: go on with the job, or end it.
+    fn fsync_finished(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
@@ -1195,6 +1282,21 @@ impl Simulation {
         self.issue_next(pi, now);
     }
 
+    /// A process woken in fsync's journal wait: submit what it still holds,
+    /// wait for its flush, or return from fsync.
+    fn fsync_journal_step(&mut self, pi: u32, now: Instant) {
+        let task = TaskId(pi);
+        if self.drain_pending(task, now) {
+            return;
+        }
+        if self.procs[pi as usize].jflush {
+            self.tasks.block(task, Blocked::OnJournal);
+            return;
+        }
+        self.procs[pi as usize].jwait = false;
+        self.fsync_finished(pi, now);
+    }
+
     /// Run a task's next step: the event loop's dispatch by task id.
     fn run_task(&mut self, task: TaskId, now: Instant) {
         match self.tasks.kind(task) {
@@ -1202,6 +1304,7 @@ impl Simulation {
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
             TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
+            TaskKind::KernelThread(KThread::Kjournald) => self.kjournald_step(now),
         }
         self.sched_out(task, now);
     }
@@ -1256,6 +1359,7 @@ impl Simulation {
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
+            p.datasync = false;
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);

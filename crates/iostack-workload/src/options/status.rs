@@ -141,7 +141,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "fdatasync",
         Sim,
-        "as fsync (no inode or journal write is simulated); direct refused",
+        "as fsync, with the file system's datasync; direct refused",
     ),
     ("write_barrier", No(NOT_YET), ""),
     ("sync_file_range", No(NOT_YET), ""),
