@@ -341,11 +341,30 @@ fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32
             return Err(at.err(Some("rw"), msg));
         }
     };
-    if j.rw.modifier.is_some() {
-        let msg = "the rw=...:N offset modifier is not modelled yet".to_string();
-        return Err(at.err(Some("rw"), msg));
-    }
     Ok(p)
+}
+
+/// fio's `rw=...:N` (options.c `str_rw_cb`): for random patterns a new
+/// offset every N I/Os (`ddir_seq_nr`, the others by `rw_sequencer`), for
+/// sequential ones N bytes skipped after each I/O (`ddir_seq_add`). Returns
+/// (seq_nr, seq_add). Backwards walks (a negative N) are refused, as are runs
+/// with the random map (fio marks the run's I/Os in it) or varied sizes.
+fn rw_modifier_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(u32, u64), SimError> {
+    use iostack_workload::RwModifier;
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    match j.rw.modifier {
+        None => Ok((0, 0)),
+        Some(RwModifier::SeqAdd(n)) if n >= 0 && !varies => Ok((0, n as u64)),
+        Some(RwModifier::RandomRun(n)) if j.norandommap && !varies => Ok((n, 0)),
+        Some(RwModifier::SeqAdd(_)) => Err(at.refuse(
+            "rw",
+            "a backwards walk (negative :N) or holes with varied sizes are not modelled yet",
+        )),
+        Some(RwModifier::RandomRun(_)) => Err(at.refuse(
+            "rw",
+            ":N runs with the random map or varied sizes are not modelled yet; set norandommap",
+        )),
+    }
 }
 
 /// The simulated engine of a job's `ioengine=`.
@@ -925,6 +944,9 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 think: think_of(j),
                 zoned: zoned_of(j, size, &at)?,
                 perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
+                seq_nr: rw_modifier_of(j, &at)?.0,
+                seq_add: rw_modifier_of(j, &at)?.1,
+                seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
                 rate: rate_of(j, &at)?,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });

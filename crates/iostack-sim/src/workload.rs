@@ -143,6 +143,13 @@ pub struct ProcSpec {
     pub zoned: Option<Zoned>,
     /// Per direction: fio's `percentage_random` (100: every I/O random).
     pub perc_random: [u32; 2],
+    /// fio's `rw=rand...:N`: a new random offset every N I/Os (0 or 1: each).
+    pub seq_nr: u32,
+    /// fio's `rw_sequencer=identical`: between them, the same offset again
+    /// (else sequential).
+    pub seq_identical: bool,
+    /// fio's `rw=read:N` (and write): N bytes skipped after each I/O.
+    pub seq_add: u64,
     /// Drop the file's cached pages at open (fio's `invalidate`,
     /// `file_invalidate_cache`).
     pub invalidate: bool,
@@ -192,6 +199,11 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
+        }
+        if self.seq_nr > 1 || self.seq_add > 0 {
+            d.field("seq_nr", &self.seq_nr)
+                .field("seq_identical", &self.seq_identical)
+                .field("seq_add", &self.seq_add);
         }
         if self.zoned.is_some() || self.perc_random != [100, 100] {
             d.field("zoned", &self.zoned)
@@ -257,6 +269,9 @@ impl ProcSpec {
             think: ThinkTime::default(),
             zoned: None,
             perc_random: [100, 100],
+            seq_nr: 0,
+            seq_identical: false,
+            seq_add: 0,
             rate: [RateLimit::default(); 2],
             after: None,
         }

@@ -160,6 +160,10 @@ pub(crate) struct Proc {
     rng_seqrand: [Rng; 2],
     /// Where the last I/O of each direction ended (fio's `last_pos`), relative.
     last_end: [u64; 2],
+    /// Where it started (fio's `last_start`), relative.
+    last_start: [u64; 2],
+    /// fio's `ddir_seq_nr` countdown (`rw=rand...:N`).
+    seq_left: u32,
     /// An O_SYNC `write()` waiting for its sync before it returns.
     pub(crate) osync_op: Option<BufOp>,
     /// Journal work of the last write not yet done (the task slept in it).
@@ -578,6 +582,8 @@ impl Simulation {
                     Rng::stream(self.cfg.seed, &format!("{label}/seqrand/write")),
                 ],
                 last_end: [0, 0],
+                last_start: [0, 0],
+                seq_left: spec.seq_nr,
                 osync_op: None,
                 jop: None,
                 created: false,
@@ -969,10 +975,14 @@ impl Simulation {
             (bs, 0, bs)
         };
         let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
-        if seq && p.seq_next + bs > p.spec.region {
-            p.seq_next = 0; // wrap for another pass
-                            // get_next_seq_offset: a time_based job back at its start drops
-                            // the file's cache (loop_cache_invalidate).
+        // get_next_seq_offset: after the first I/O, `rw=...:N` holes add N.
+        if seq && p.seq_next > 0 {
+            p.seq_next = p.seq_next.saturating_add(p.spec.seq_add);
+        }
+        if seq && p.seq_next.saturating_add(bs) > p.spec.region {
+            // Wrap for another pass; a time_based job back at its start drops
+            // the file's cache (loop_cache_invalidate).
+            p.seq_next = 0;
             let s = &p.spec;
             let drop_cache = s.time_based && s.invalidate && !s.direct;
             if drop_cache && self.loop_invalidate(pi, now) {
@@ -982,13 +992,24 @@ impl Simulation {
         }
         let p = &mut self.procs[pi as usize];
         let random = matches!(p.spec.pattern, Pattern::Random { .. }) && !p.spec.varies(dir);
-        let seq_now = random && !should_do_random(p, dir, bs);
+        let hit = !random || rw_seq_hit(p);
+        let seq_now = random
+            && if hit {
+                !should_do_random(p, dir, bs)
+            } else {
+                p.spec.seq_identical || p.last_end[dir as usize] + bs <= p.spec.region
+            };
         let rel = match p.spec.pattern {
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 let r = p.seq_next;
                 p.seq_next += bs;
                 r
+            }
+            // rw_sequencer=identical between new random offsets: the last
+            // I/O's offset again.
+            Pattern::Random { .. } if seq_now && !hit && p.spec.seq_identical => {
+                p.last_start[dir as usize]
             }
             Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
@@ -1008,6 +1029,7 @@ impl Simulation {
         };
         let offset = p.spec.offset + rel;
         p.last_end[dir as usize] = rel + len;
+        p.last_start[dir as usize] = rel;
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
@@ -1392,6 +1414,21 @@ impl Simulation {
 /// Offset and length of the next I/O of a job whose I/O size varies: the offset
 /// in units of `minbs` (fio's default `blockalign`), sequential or uniformly
 /// random (the front end refuses the random map with varying sizes), then
+/// fio's `get_next_offset`: with `rw=rand...:N`, only every Nth I/O takes a
+/// new random offset (`rw_seq_hit`, one counter for both directions); the
+/// others follow `rw_sequencer`.
+fn rw_seq_hit(p: &mut Proc) -> bool {
+    if p.spec.seq_nr <= 1 {
+        return true;
+    }
+    p.seq_left = p.seq_left.saturating_sub(1);
+    if p.seq_left == 0 {
+        p.seq_left = p.spec.seq_nr;
+        return true;
+    }
+    false
+}
+
 /// fio's `should_do_random` (io_u.c): with `percentage_random` below 100, a
 /// draw `v` in 1..=100 from the direction's `seq_rand_state` says whether this
 /// I/O is random (`v <= perc`); otherwise it is sequential from where the

@@ -32,7 +32,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "thinktime_iotime=1",
         "blockalign=8k",
         "percentage_random=50",
-        "rw_sequencer=identical",
         "nrfiles=4",
         "filesize=1m",
         "ramp_time=2s",
@@ -512,4 +511,27 @@ fn sync_and_fdatasync_write_back_from_the_writer() {
     assert_eq!(by_writer("fdatasync=4").0, 1024);
     let (msg, _, option) = refuse("[j]\nrw=write\nsize=1m\ndirect=1\nfsync=4\n");
     assert_eq!(option.as_deref(), Some("fsync"), "{msg}");
+}
+
+/// `rw=randread:4` takes a new random offset every 4th I/O (fio's
+/// `ddir_seq_nr`); the three between follow on sequentially, or repeat the
+/// offset with `rw_sequencer=identical`. `rw=read:4k` skips 4 KiB after each
+/// I/O.
+#[test]
+fn rw_modifier_and_sequencer_shape_the_offsets() {
+    let base =
+        "[j]\nfilename=/dev/nullb0\nbs=4k\nsize=64m\ndirect=1\nnorandommap\nnumber_ios=400\n";
+    let pairs = |extra: &str, step: u64| {
+        let s = queued_sectors(&format!("{base}{extra}\n"));
+        assert_eq!(s.len(), 400, "{extra}");
+        s.windows(2).filter(|w| w[1] == w[0] + step).count()
+    };
+    let runs = pairs("rw=randread:4", 8);
+    assert!((297..=302).contains(&runs), "{runs} sequential of 399");
+    let same = pairs("rw=randread:4\nrw_sequencer=identical", 0);
+    assert!((297..=302).contains(&same), "{same} repeated of 399");
+    assert!(pairs("rw=randread", 8) < 5);
+    assert_eq!(pairs("rw=read:4k", 16), 399);
+    let (msg, _, option) = refuse("[j]\nrw=read:-8k\nsize=1m\n");
+    assert_eq!(option.as_deref(), Some("rw"), "{msg}");
 }

@@ -53,9 +53,13 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "rw",
         Sim,
-        "read, write, rw, randread, randwrite, randrw; trim and ':N' refused",
+        "read, write, rw, randread, randwrite, randrw, ':N' (holes, or runs with norandommap); trim and backwards refused",
     ),
-    ("rw_sequencer", No(NOT_YET), ""),
+    (
+        "rw_sequencer",
+        Sim,
+        "between the new offsets of rw=rand...:N (it acts only with :N)",
+    ),
     (
         "ioengine",
         Sim,
