@@ -765,6 +765,31 @@ fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
     }
 }
 
+/// The rate's sleeps stay within the simulated clock: a job that is not
+/// time_based must issue its bytes within `MAX_JOB_TIME_NS` at its rate.
+fn rate_fits(
+    r: &[crate::workload::RateLimit; 2],
+    io_size: u64,
+    j: &iostack_workload::JobSpec,
+    at: &JobAt,
+) -> Result<(), SimError> {
+    let slow = r.iter().filter(|d| d.bps > 0).any(|d| {
+        u128::from(io_size) * 1_000_000_000 / u128::from(d.bps) > u128::from(MAX_JOB_TIME_NS)
+    });
+    if slow && !j.time_based {
+        let msg = format!(
+            "{io_size} bytes at this rate take more than the simulated clock's {MAX_JOB_TIME_NS} ns"
+        );
+        let option = if j.rate.read | j.rate.write != 0 {
+            "rate"
+        } else {
+            "rate_iops"
+        };
+        return Err(at.refuse(option, &msg));
+    }
+    Ok(())
+}
+
 /// fio's rate per direction, as `__setup_rate` sets `rate_bps`: `rate` if
 /// given, else `rate_iops` times the direction's `min_bs`.
 fn rate_of(
@@ -814,6 +839,10 @@ fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError
             "rate_iops"
         };
         return Err(at.refuse(option, msg));
+    }
+    if j.thinktime_ns > MAX_JOB_TIME_NS {
+        let msg = format!("more than the simulated clock's {MAX_JOB_TIME_NS} ns");
+        return Err(at.refuse("thinktime", &msg));
     }
     if j.thinktime_spin_ns > j.thinktime_ns {
         let msg = format!(
@@ -893,6 +922,8 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
         let io_size = loops_io_size(j, size, io_size, &at)?;
+        let rate = rate_of(j, &at)?;
+        rate_fits(&rate, io_size, j, &at)?;
         times_fit(j, &at)?;
         counts_fit(j, out.procs.len(), &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
@@ -947,7 +978,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 seq_nr: rw_modifier_of(j, &at)?.0,
                 seq_add: rw_modifier_of(j, &at)?.1,
                 seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
-                rate: rate_of(j, &at)?,
+                rate,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {
