@@ -634,7 +634,9 @@ pub fn markdown() -> String {
          fio does with it), *output only* (it changes nothing fio sends to the \
          device) or *refused* with the reason given: a job that sets a refused \
          option to anything but its default stops with `file:line: option: reason`. \
-         No option that changes what fio sends to the device is accepted and ignored.\n",
+         No option that changes what fio sends to the device is accepted and ignored.\n\n\
+         How the job files of fio 3.33's `examples/` directory fare (run, or refused \
+         and why) is in `docs/fio-examples.md`.\n",
     );
     let mut section = |title: &str, defs: &mut dyn Iterator<Item = &'static OptDef>| {
         s.push_str(&format!(
