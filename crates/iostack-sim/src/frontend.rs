@@ -290,6 +290,28 @@ pub fn fio_procs_from_text_env(
 struct JobAt<'a>(&'a iostack_workload::JobSpec);
 
 impl JobAt<'_> {
+    /// A refused value of a simulated option: at the option's own line when
+    /// the job sets it in its section (else at the section's), worded as the
+    /// option table's refusals are.
+    fn refuse(&self, option: &str, reason: &str) -> SimError {
+        let own = self.0.options.iter().rev().find(|e| e.name == option);
+        let Some(e) = own else {
+            return self.err(Some(option), format!("{option}: {reason}"));
+        };
+        let value = e.value.as_deref().map(|v| format!("={v}"));
+        SimError::Job {
+            file: e.file.display().to_string(),
+            line: Some(e.line),
+            job: self.0.name.clone(),
+            option: Some(option.to_string()),
+            message: format!(
+                "option '{}{}' is refused: {reason}",
+                e.written_name,
+                value.unwrap_or_default()
+            ),
+        }
+    }
+
     fn err(&self, option: Option<&str>, message: String) -> SimError {
         SimError::Job {
             file: self.0.file.display().to_string(),
@@ -319,11 +341,30 @@ fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32
             return Err(at.err(Some("rw"), msg));
         }
     };
-    if j.rw.modifier.is_some() {
-        let msg = "the rw=...:N offset modifier is not modelled yet".to_string();
-        return Err(at.err(Some("rw"), msg));
-    }
     Ok(p)
+}
+
+/// fio's `rw=...:N` (options.c `str_rw_cb`): for random patterns a new
+/// offset every N I/Os (`ddir_seq_nr`, the others by `rw_sequencer`), for
+/// sequential ones N bytes skipped after each I/O (`ddir_seq_add`). Returns
+/// (seq_nr, seq_add). Backwards walks (a negative N) are refused, as are runs
+/// with the random map (fio marks the run's I/Os in it) or varied sizes.
+fn rw_modifier_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(u32, u64), SimError> {
+    use iostack_workload::RwModifier;
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    match j.rw.modifier {
+        None => Ok((0, 0)),
+        Some(RwModifier::SeqAdd(n)) if n >= 0 && !varies => Ok((0, n as u64)),
+        Some(RwModifier::RandomRun(n)) if j.norandommap && !varies => Ok((n, 0)),
+        Some(RwModifier::SeqAdd(_)) => Err(at.refuse(
+            "rw",
+            "a backwards walk (negative :N) or holes with varied sizes are not modelled yet",
+        )),
+        Some(RwModifier::RandomRun(_)) => Err(at.refuse(
+            "rw",
+            ":N runs with the random map or varied sizes are not modelled yet; set norandommap",
+        )),
+    }
 }
 
 /// The simulated engine of a job's `ioengine=`.
@@ -662,6 +703,57 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     Ok(())
 }
 
+/// fio's `random_distribution` where it is simulated (uniform, `zoned`,
+/// `zoned_abs`): the zones of each direction. zipf, pareto and normal are
+/// refused: fio draws them in floating point (`pow`, `log`, the Gauss sum),
+/// which the simulation keeps out of its decisions. Zones with varied block
+/// sizes are refused, as is `percentage_random` below 100 with the random map
+/// (fio marks the sequential I/Os in it) or with varied sizes.
+fn zoned_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::workload::Zoned>, SimError> {
+    use iostack_workload::RandomDistribution as D;
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let perc = j.perc_random.read.min(j.perc_random.write) < 100;
+    if perc && j.rw.kind.is_random() && (!j.norandommap || varies) {
+        let msg = "with the random map or varied block sizes it is not modelled yet; set \
+                   norandommap and one block size";
+        return Err(at.refuse("percentage_random", msg));
+    }
+    let (absolute, zones) = match &j.random_distribution {
+        D::Random => return Ok(None),
+        D::Zoned(z) => (false, z),
+        D::ZonedAbs(z) => (true, z),
+        _ => {
+            let msg = "zipf, pareto and normal are not modelled yet (fio draws them in \
+                       floating point)";
+            return Err(at.refuse("random_distribution", msg));
+        }
+    };
+    if varies {
+        let msg = "a zoned distribution with varied block sizes is not modelled yet";
+        return Err(at.refuse("random_distribution", msg));
+    }
+    let list = |v: &Vec<iostack_workload::ZoneSplit>| -> Vec<(u32, u64)> {
+        v.iter().map(|z| (z.access_percent, z.size)).collect()
+    };
+    let zoned = crate::workload::Zoned {
+        absolute,
+        zones: [list(&zones.read), list(&zones.write)],
+    };
+    let too_big = zoned
+        .zones
+        .iter()
+        .any(|z| z.iter().map(|e| e.1).sum::<u64>() > size);
+    if absolute && too_big {
+        let msg = format!("zoned_abs sizes exceed the file size ({size} bytes), as fio says");
+        return Err(at.refuse("random_distribution", &msg));
+    }
+    Ok(Some(zoned))
+}
+
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
 /// in `pacing_fits`).
 fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
@@ -671,6 +763,31 @@ fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
         blocks: u64::from(j.thinktime_blocks),
         issue_side: j.thinktime_blocks_issue,
     }
+}
+
+/// The rate's sleeps stay within the simulated clock: a job that is not
+/// time_based must issue its bytes within `MAX_JOB_TIME_NS` at its rate.
+fn rate_fits(
+    r: &[crate::workload::RateLimit; 2],
+    io_size: u64,
+    j: &iostack_workload::JobSpec,
+    at: &JobAt,
+) -> Result<(), SimError> {
+    let slow = r.iter().filter(|d| d.bps > 0).any(|d| {
+        u128::from(io_size) * 1_000_000_000 / u128::from(d.bps) > u128::from(MAX_JOB_TIME_NS)
+    });
+    if slow && !j.time_based {
+        let msg = format!(
+            "{io_size} bytes at this rate take more than the simulated clock's {MAX_JOB_TIME_NS} ns"
+        );
+        let option = if j.rate.read | j.rate.write != 0 {
+            "rate"
+        } else {
+            "rate_iops"
+        };
+        return Err(at.refuse(option, &msg));
+    }
+    Ok(())
 }
 
 /// fio's rate per direction, as `__setup_rate` sets `rate_bps`: `rate` if
@@ -710,29 +827,54 @@ fn rate_of(
 fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
     let rated = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
     if rated && j.rate_poisson {
-        let msg = "rate_process=poisson is not modelled yet".to_string();
-        return Err(at.err(Some("rate_process"), msg));
+        return Err(at.refuse("rate_process", "poisson is not modelled yet"));
     }
     let mixed = j.rw.kind.reads() && j.rw.kind.writes();
     if rated && mixed {
-        let msg = "rate with a read/write mix (rate_ddir's direction switching) is not \
-                   modelled yet"
-            .to_string();
+        let msg = "a rate on a read/write mix (rate_ddir's direction switching) is not \
+                   modelled yet";
         let option = if j.rate.read | j.rate.write != 0 {
             "rate"
         } else {
             "rate_iops"
         };
-        return Err(at.err(Some(option), msg));
+        return Err(at.refuse(option, msg));
+    }
+    if j.thinktime_ns > MAX_JOB_TIME_NS {
+        let msg = format!("more than the simulated clock's {MAX_JOB_TIME_NS} ns");
+        return Err(at.refuse("thinktime", &msg));
     }
     if j.thinktime_spin_ns > j.thinktime_ns {
         let msg = format!(
-            "thinktime_spin ({} us) longer than thinktime ({} us): fio would sleep a \
-             negative time",
-            j.thinktime_spin_ns / 1000,
+            "longer than thinktime ({} us): fio would sleep a negative time",
             j.thinktime_ns / 1000
         );
-        return Err(at.err(Some("thinktime_spin"), msg));
+        return Err(at.refuse("thinktime_spin", &msg));
+    }
+    Ok(())
+}
+
+/// fio's sync options where they are simulated: `fsync=N`, `fdatasync=N`
+/// (`->fsync` with `datasync`), `sync=1`/`dsync` on buffered writes. With
+/// O_DIRECT, or both counts set, they are refused.
+fn syncs_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    if j.fsync > 0 && j.fdatasync > 0 {
+        let msg = "together with fsync= (two counters of write issues) it is not modelled yet";
+        return Err(at.refuse("fdatasync", msg));
+    }
+    if !j.direct || !j.rw.kind.writes() {
+        return Ok(());
+    }
+    let why = "with direct=1 it is not modelled yet (the fsync of an O_DIRECT file is a \
+               journal commit and a cache flush)";
+    if j.sync != iostack_workload::SyncMode::None {
+        return Err(at.refuse("sync", why));
+    }
+    if j.fsync > 0 {
+        return Err(at.refuse("fsync", why));
+    }
+    if j.fdatasync > 0 {
+        return Err(at.refuse("fdatasync", why));
     }
     Ok(())
 }
@@ -771,6 +913,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
         pacing_fits(j, &at)?;
+        syncs_fit(j, &at)?;
         varied_sizes_fit(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
@@ -779,6 +922,8 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         }
         let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
         let io_size = loops_io_size(j, size, io_size, &at)?;
+        let rate = rate_of(j, &at)?;
+        rate_fits(&rate, io_size, j, &at)?;
         times_fit(j, &at)?;
         counts_fit(j, out.procs.len(), &at)?;
         let prioclass = j.prioclass.unwrap_or(2) as u8;
@@ -816,7 +961,9 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 // `overwrite` is set (filesetup.c extend_file).
                 fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
                 end_fsync: j.end_fsync,
-                fsync_every: j.fsync as u64,
+                fsync_every: u64::from(j.fsync.max(j.fdatasync)),
+                osync: j.sync != iostack_workload::SyncMode::None,
+                datasync: j.fdatasync > 0 || j.sync == iostack_workload::SyncMode::Dsync,
                 number_ios: number_ios_of(j, &at)?,
                 bs_range: [
                     (j.min_bs.read, j.max_bs.read),
@@ -826,7 +973,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 invalidate: j.invalidate,
                 fadvise: fadvise_of(j),
                 think: think_of(j),
-                rate: rate_of(j, &at)?,
+                zoned: zoned_of(j, size, &at)?,
+                perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
+                seq_nr: rw_modifier_of(j, &at)?.0,
+                seq_add: rw_modifier_of(j, &at)?.1,
+                seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
+                rate,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

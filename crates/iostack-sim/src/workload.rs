@@ -60,6 +60,14 @@ pub struct RateLimit {
     pub poisson: bool,
 }
 
+/// fio's `random_distribution=zoned` / `zoned_abs`: per direction, the zones
+/// as (access percentage, size: percent of the region or bytes), in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Zoned {
+    pub absolute: bool,
+    pub zones: [Vec<(u32, u64)>; 2],
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -110,8 +118,14 @@ pub struct ProcSpec {
     pub fresh: bool,
     /// fsync after the last write (fio `end_fsync`, dd `conv=fsync`).
     pub end_fsync: bool,
-    /// fsync after every N writes (fio `fsync=N`; 0 = never).
+    /// fsync after every N writes (fio `fsync=N`/`fdatasync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Buffered writes are O_SYNC/O_DSYNC (fio `sync=1`/`sync=dsync`): each
+    /// `write()` writes back and waits for its pages before it returns.
+    pub osync: bool,
+    /// Those syncs are data syncs (fio `fdatasync=N`, `sync=dsync`: the
+    /// file system's `->fsync` with `datasync`).
+    pub datasync: bool,
     /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
     /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
     /// I/O issued.
@@ -125,6 +139,17 @@ pub struct ProcSpec {
     pub think: ThinkTime,
     /// Per direction (read, write): fio's `rate`/`rate_iops` (zero: none).
     pub rate: [RateLimit; 2],
+    /// fio's zoned random distribution (None: uniform).
+    pub zoned: Option<Zoned>,
+    /// Per direction: fio's `percentage_random` (100: every I/O random).
+    pub perc_random: [u32; 2],
+    /// fio's `rw=rand...:N`: a new random offset every N I/Os (0 or 1: each).
+    pub seq_nr: u32,
+    /// fio's `rw_sequencer=identical`: between them, the same offset again
+    /// (else sequential).
+    pub seq_identical: bool,
+    /// fio's `rw=read:N` (and write): N bytes skipped after each I/O.
+    pub seq_add: u64,
     /// Drop the file's cached pages at open (fio's `invalidate`,
     /// `file_invalidate_cache`).
     pub invalidate: bool,
@@ -168,8 +193,21 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(a) = &self.after {
             d.field("after", a);
         }
+        if self.osync || self.datasync {
+            d.field("osync", &self.osync)
+                .field("datasync", &self.datasync);
+        }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
+        }
+        if self.seq_nr > 1 || self.seq_add > 0 {
+            d.field("seq_nr", &self.seq_nr)
+                .field("seq_identical", &self.seq_identical)
+                .field("seq_add", &self.seq_add);
+        }
+        if self.zoned.is_some() || self.perc_random != [100, 100] {
+            d.field("zoned", &self.zoned)
+                .field("perc_random", &self.perc_random);
         }
         if self.rate != [RateLimit::default(); 2] {
             d.field("rate", &self.rate);
@@ -221,12 +259,19 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            osync: false,
+            datasync: false,
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],
             invalidate: false,
             fadvise: Fadvise::Normal,
             think: ThinkTime::default(),
+            zoned: None,
+            perc_random: [100, 100],
+            seq_nr: 0,
+            seq_identical: false,
+            seq_add: 0,
             rate: [RateLimit::default(); 2],
             after: None,
         }
@@ -283,4 +328,45 @@ pub fn next_buflen(spec: &ProcSpec, d: Dir, rel: u64, region: u64, rng: &mut Rng
         }
     }
     minbs
+}
+
+/// The block of a zoned random I/O (fio's `__get_next_rand_offset_zoned` and
+/// `_zoned_abs`, io_u.c) in a region of `lastb` blocks of `bs` bytes: `v` in
+/// 1..=100 from `zone_rng` (fio's `rand_between(&td->zone_state, 1, 100)`)
+/// picks the zone whose access percentages cover it (fio's
+/// `zone_state_index`); the block is uniform in the zone (`lastb * r /
+/// (rand_max + 1)` on a 32-bit draw from `off_rng`, exact in integers) plus
+/// the zone's start. A direction without zones is uniform over the region.
+pub fn zoned_block(
+    z: &Zoned,
+    d: Dir,
+    lastb: u64,
+    bs: u64,
+    zone_rng: &mut Rng,
+    off_rng: &mut Rng,
+) -> u64 {
+    let uniform =
+        |n: u64, rng: &mut Rng| ((u128::from(n) * u128::from(rng.next_u64() >> 32)) >> 32) as u64;
+    let zones = &z.zones[d as usize];
+    if zones.is_empty() {
+        return uniform(lastb, off_rng);
+    }
+    let v = 1 + ((100u64 * (zone_rng.next_u64() >> 32)) >> 32);
+    let (mut acc, mut start) = (0u64, 0u64);
+    for &(access, size) in zones {
+        let end = start + size;
+        acc += u64::from(access);
+        if v <= acc {
+            return if z.absolute {
+                let (s, e) = (start / bs, end / bs);
+                s + uniform(e.saturating_sub(s), off_rng)
+            } else {
+                let off = start * lastb / 100;
+                off + uniform(lastb * (end - start) / 100, off_rng)
+            };
+        }
+        start = end;
+    }
+    // Access percentages add up to 100 (checked by the parser).
+    uniform(lastb, off_rng)
 }

@@ -6,7 +6,7 @@
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
 use crate::task::{Blocked, JournalOp, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
-use crate::workload::{Dir, Engine, Pattern, ProcSpec, Target};
+use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
 };
@@ -154,6 +154,18 @@ pub(crate) struct Proc {
     pub(crate) fsync_waiting: bool,
     pub(crate) writes_since_fsync: u64,
     pub(crate) end_fsync_done: bool,
+    /// fio's `zone_state`: the zone of a zoned random I/O.
+    rng_zone: Rng,
+    /// fio's `seq_rand_state` per direction (`percentage_random`).
+    rng_seqrand: [Rng; 2],
+    /// Where the last I/O of each direction ended (fio's `last_pos`), relative.
+    last_end: [u64; 2],
+    /// Where it started (fio's `last_start`), relative.
+    last_start: [u64; 2],
+    /// fio's `ddir_seq_nr` countdown (`rw=rand...:N`).
+    seq_left: u32,
+    /// An O_SYNC `write()` waiting for its sync before it returns.
+    pub(crate) osync_op: Option<BufOp>,
     /// Journal work of the last write not yet done (the task slept in it).
     pub(crate) jop: Option<JournalOp>,
     /// A fresh file's creation has been journalled.
@@ -556,6 +568,15 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
+                rng_zone: Rng::stream(self.cfg.seed, &format!("{label}/zone")),
+                rng_seqrand: [
+                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/read")),
+                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/write")),
+                ],
+                last_end: [0, 0],
+                last_start: [0, 0],
+                seq_left: spec.seq_nr,
+                osync_op: None,
                 jop: None,
                 created: false,
                 jwait: false,
@@ -946,10 +967,14 @@ impl Simulation {
             (bs, 0, bs)
         };
         let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
-        if seq && p.seq_next + bs > p.spec.region {
-            p.seq_next = 0; // wrap for another pass
-                            // get_next_seq_offset: a time_based job back at its start drops
-                            // the file's cache (loop_cache_invalidate).
+        // get_next_seq_offset: after the first I/O, `rw=...:N` holes add N.
+        if seq && p.seq_next > 0 {
+            p.seq_next = p.seq_next.saturating_add(p.spec.seq_add);
+        }
+        if seq && p.seq_next.saturating_add(bs) > p.spec.region {
+            // Wrap for another pass; a time_based job back at its start drops
+            // the file's cache (loop_cache_invalidate).
+            p.seq_next = 0;
             let s = &p.spec;
             let drop_cache = s.time_based && s.invalidate && !s.direct;
             if drop_cache && self.loop_invalidate(pi, now) {
@@ -958,12 +983,31 @@ impl Simulation {
             }
         }
         let p = &mut self.procs[pi as usize];
+        let random = matches!(p.spec.pattern, Pattern::Random { .. }) && !p.spec.varies(dir);
+        let hit = !random || rw_seq_hit(p);
+        let seq_now = random
+            && if hit {
+                !should_do_random(p, dir, bs)
+            } else {
+                p.spec.seq_identical || p.last_end[dir as usize] + bs <= p.spec.region
+            };
         let rel = match p.spec.pattern {
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 let r = p.seq_next;
                 p.seq_next += bs;
                 r
+            }
+            // rw_sequencer=identical between new random offsets: the last
+            // I/O's offset again.
+            Pattern::Random { .. } if seq_now && !hit && p.spec.seq_identical => {
+                p.last_start[dir as usize]
+            }
+            Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
+            Pattern::Random { .. } if p.spec.zoned.is_some() => {
+                let blocks = (p.spec.region / bs).max(1);
+                let z = p.spec.zoned.as_ref().unwrap();
+                zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
@@ -976,6 +1020,8 @@ impl Simulation {
             }
         };
         let offset = p.spec.offset + rel;
+        p.last_end[dir as usize] = rel + len;
+        p.last_start[dir as usize] = rel;
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
@@ -1145,6 +1191,24 @@ impl Simulation {
         let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
+        if op.dir == Dir::Write && p.spec.osync {
+            // O_SYNC/O_DSYNC: generic_file_aio_write syncs what it wrote
+            // (2.6.28 sync_page_range, later generic_write_sync →
+            // vfs_fsync_range) before write() returns.
+            p.osync_op = Some(op);
+            p.datasync = p.spec.datasync;
+            let map = p.map;
+            self.start_fsync(pi, map);
+            self.schedule_task(TaskId(pi), now);
+            return;
+        }
+        self.buf_returned(pi, op, now);
+    }
+
+    /// The `write()`/`read()` of `op` returns to the process: its numbers,
+    /// then fio's `fsync=`/`fdatasync=` every N writes, then the next I/O.
+    fn buf_returned(&mut self, pi: u32, op: BufOp, now: Instant) {
+        let p = &mut self.procs[pi as usize];
         let page = iostack_mm::PAGE_SIZE;
         let first = op.offset / page;
         let bytes = ((op.pos.max(first) - first) * page).min(op.len);
@@ -1170,6 +1234,7 @@ impl Simulation {
             p.writes_since_fsync += 1;
             if p.spec.fsync_every > 0 && p.writes_since_fsync >= p.spec.fsync_every {
                 p.writes_since_fsync = 0;
+                p.datasync = p.spec.datasync;
                 let map = p.map;
                 self.start_fsync(pi, map);
                 self.schedule_task(TaskId(pi), now);
@@ -1223,6 +1288,10 @@ impl Simulation {
         self.tasks.block(TaskId(pi), Blocked::No);
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
+        }
+        if let Some(op) = self.procs[pi as usize].osync_op.take() {
+            self.buf_returned(pi, op, now);
+            return;
         }
         self.issue_next(pi, now);
     }
@@ -1304,6 +1373,7 @@ impl Simulation {
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
+            p.datasync = false;
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
@@ -1336,6 +1406,36 @@ impl Simulation {
 /// Offset and length of the next I/O of a job whose I/O size varies: the offset
 /// in units of `minbs` (fio's default `blockalign`), sequential or uniformly
 /// random (the front end refuses the random map with varying sizes), then
+/// fio's `get_next_offset`: with `rw=rand...:N`, only every Nth I/O takes a
+/// new random offset (`rw_seq_hit`, one counter for both directions); the
+/// others follow `rw_sequencer`.
+fn rw_seq_hit(p: &mut Proc) -> bool {
+    if p.spec.seq_nr <= 1 {
+        return true;
+    }
+    p.seq_left = p.seq_left.saturating_sub(1);
+    if p.seq_left == 0 {
+        p.seq_left = p.spec.seq_nr;
+        return true;
+    }
+    false
+}
+
+/// fio's `should_do_random` (io_u.c): with `percentage_random` below 100, a
+/// draw `v` in 1..=100 from the direction's `seq_rand_state` says whether this
+/// I/O is random (`v <= perc`); otherwise it is sequential from where the
+/// direction's last I/O ended (`get_next_seq_offset`), or random when that
+/// would run past the region.
+fn should_do_random(p: &mut Proc, d: Dir, bs: u64) -> bool {
+    let perc = p.spec.perc_random[d as usize];
+    if perc >= 100 {
+        return true;
+    }
+    let rng = &mut p.rng_seqrand[d as usize];
+    let v = 1 + ((100u64 * (rng.next_u64() >> 32)) >> 32);
+    v <= u64::from(perc) || p.last_end[d as usize] + bs > p.spec.region
+}
+
 /// `get_next_buflen`'s length. Returns (minbs, offset in the region, length).
 fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
     let (minbs, _) = p.spec.bs_range[dir as usize];

@@ -31,13 +31,9 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "rate_min=1m",
         "thinktime_iotime=1",
         "blockalign=8k",
-        "random_distribution=zipf:1.2",
         "percentage_random=50",
-        "rw_sequencer=identical",
         "nrfiles=4",
         "filesize=1m",
-        "sync=1",
-        "fdatasync=4",
         "ramp_time=2s",
         "verify=md5",
         "zonemode=strided",
@@ -408,4 +404,134 @@ fn time_based_wrap_drops_the_cache() {
     let r = run_null(&job(0));
     assert!(r.procs[0].dirs[0].bytes > 4 << 20);
     assert_eq!(r.queue.bytes_queued, 1 << 20, "one pass from the disk");
+}
+
+/// Sectors of the bios queued (Q) by a job on the `null` machine.
+fn queued_sectors(text: &str) -> Vec<u64> {
+    use iostack_core::{Action, TraceEvent, TraceSink};
+    use std::sync::{Arc, Mutex};
+    struct Qs(Arc<Mutex<Vec<u64>>>);
+    impl TraceSink for Qs {
+        fn event(&mut self, ev: &TraceEvent) {
+            if let TraceEvent::Block(r) = ev {
+                if r.action == Action::Queue {
+                    self.0.lock().unwrap().push(r.sector);
+                }
+            }
+        }
+    }
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine::preset("null").unwrap();
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.attach(Box::new(Qs(seen.clone())));
+    sim.run();
+    let v = seen.lock().unwrap().clone();
+    v
+}
+
+/// `random_distribution=zoned:50/5:50/95`: half the I/Os land in the first 5%
+/// of the region (fio's `__get_next_rand_offset_zoned`), within four binomial
+/// standard deviations; uniform puts 5% there. `zoned_abs` with the same
+/// split in bytes gives the same share.
+#[test]
+fn zoned_distribution_puts_each_share_in_its_zone() {
+    let base =
+        "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=4k\nsize=64m\ndirect=1\nnumber_ios=4000\n";
+    let hot_end = (64u64 << 20) * 5 / 100 / 512;
+    let share = |extra: &str| {
+        let s = queued_sectors(&format!("{base}{extra}\n"));
+        assert_eq!(s.len(), 4000, "{extra}");
+        s.iter().filter(|&&x| x < hot_end).count() as f64 / 4000.0
+    };
+    let bound = 4.0 * (0.25f64 / 4000.0).sqrt();
+    let zoned = share("random_distribution=zoned:50/5:50/95");
+    assert!((zoned - 0.5).abs() < bound, "zoned: {zoned} in the hot 5%");
+    let abs = share("random_distribution=zoned_abs:50/3276k:50/62260k");
+    assert!((abs - 0.5).abs() < bound, "zoned_abs: {abs} in the hot 5%");
+    let uniform = share("norandommap");
+    assert!(
+        (uniform - 0.05).abs() < 0.02,
+        "uniform: {uniform} in the first 5%"
+    );
+    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nrandom_distribution=zipf:1.2\n");
+    assert_eq!(option.as_deref(), Some("random_distribution"), "{msg}");
+}
+
+/// `percentage_random=50` with `norandommap`: about half the I/Os continue
+/// where the previous one ended (fio's `should_do_random`, then
+/// `get_next_seq_offset`); with 100 hardly any do.
+#[test]
+fn percentage_random_mixes_sequential_io() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=4k\nsize=64m\ndirect=1\nnorandommap\nnumber_ios=4000\n";
+    let seq_share = |extra: &str| {
+        let s = queued_sectors(&format!("{base}{extra}\n"));
+        let seq = s.windows(2).filter(|w| w[1] == w[0] + 8).count();
+        seq as f64 / (s.len() - 1) as f64
+    };
+    let bound = 4.0 * (0.25f64 / 4000.0).sqrt();
+    let half = seq_share("percentage_random=50");
+    assert!((half - 0.5).abs() < bound, "{half} sequential");
+    assert!(seq_share("") < 0.01);
+    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\npercentage_random=50\n");
+    assert_eq!(option.as_deref(), Some("percentage_random"), "{msg}");
+}
+
+/// `sync=1` (O_SYNC): every buffered `write()` writes its pages back and waits
+/// before it returns, so the writer itself writes every page and each write's
+/// latency covers its device time; `fdatasync=4` writes back every fourth
+/// write; without either the writer leaves its pages to the flusher. O_DIRECT
+/// with them is refused.
+#[test]
+fn sync_and_fdatasync_write_back_from_the_writer() {
+    let base = "[j]\nrw=write\nbs=64k\nsize=4m\n";
+    let by_writer = |extra: &str| {
+        let r = run_on(&format!("{base}{extra}\n"), "2.6.32");
+        (r.vm.wb_pages.dirtier, r.procs[0].dirs[1].clat.min)
+    };
+    let (plain, plain_lat) = by_writer("");
+    assert_eq!(plain, 0);
+    let (osync, osync_lat) = by_writer("sync=1");
+    assert_eq!(osync, 1024, "every page by the O_SYNC writer");
+    assert!(osync_lat > plain_lat * 2, "{osync_lat} vs {plain_lat} ns");
+    assert_eq!(by_writer("fdatasync=4").0, 1024);
+    let (msg, _, option) = refuse("[j]\nrw=write\nsize=1m\ndirect=1\nfsync=4\n");
+    assert_eq!(option.as_deref(), Some("fsync"), "{msg}");
+}
+
+/// `rw=randread:4` takes a new random offset every 4th I/O (fio's
+/// `ddir_seq_nr`); the three between follow on sequentially, or repeat the
+/// offset with `rw_sequencer=identical`. `rw=read:4k` skips 4 KiB after each
+/// I/O.
+#[test]
+fn rw_modifier_and_sequencer_shape_the_offsets() {
+    let base =
+        "[j]\nfilename=/dev/nullb0\nbs=4k\nsize=64m\ndirect=1\nnorandommap\nnumber_ios=400\n";
+    let pairs = |extra: &str, step: u64| {
+        let s = queued_sectors(&format!("{base}{extra}\n"));
+        assert_eq!(s.len(), 400, "{extra}");
+        s.windows(2).filter(|w| w[1] == w[0] + step).count()
+    };
+    let runs = pairs("rw=randread:4", 8);
+    assert!((297..=302).contains(&runs), "{runs} sequential of 399");
+    let same = pairs("rw=randread:4\nrw_sequencer=identical", 0);
+    assert!((297..=302).contains(&same), "{same} repeated of 399");
+    assert!(pairs("rw=randread", 8) < 5);
+    assert_eq!(pairs("rw=read:4k", 16), 399);
+    let (msg, _, option) = refuse("[j]\nrw=read:-8k\nsize=1m\n");
+    assert_eq!(option.as_deref(), Some("rw"), "{msg}");
 }

@@ -501,6 +501,8 @@ pub struct JobSpec {
     pub random_generator: RandomGenerator,
     /// `random_distribution=`.
     pub random_distribution: RandomDistribution,
+    /// `percentage_random=` per direction (default 100).
+    pub perc_random: PerDir<u32>,
     /// `file_service_type=` value as fio names it (`roundrobin`, `random`, ...).
     pub file_service_type: String,
     /// `kb_base=` (1024 or 1000).
@@ -825,6 +827,7 @@ pub(crate) fn build_job(
             _ => RandomGenerator::Tausworthe,
         },
         random_distribution: dist,
+        perc_random: PerDir::from_array(st.num("perc_rand").map(|s| u32c(s.int()))),
         file_service_type: st
             .choice("file_service_type")
             .unwrap_or("roundrobin")

@@ -53,9 +53,13 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "rw",
         Sim,
-        "read, write, rw, randread, randwrite, randrw; trim and ':N' refused",
+        "read, write, rw, randread, randwrite, randrw, ':N' (holes, or runs with norandommap); trim and backwards refused",
     ),
-    ("rw_sequencer", No(NOT_YET), ""),
+    (
+        "rw_sequencer",
+        Sim,
+        "between the new offsets of rw=rand...:N (it acts only with :N)",
+    ),
     (
         "ioengine",
         Sim,
@@ -112,8 +116,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("softrandommap", No(NOT_YET), ""),
     ("random_generator", No(NOT_YET), ""),
-    ("random_distribution", No(NOT_YET), ""),
-    ("percentage_random", No(NOT_YET), ""),
+    (
+        "random_distribution",
+        Sim,
+        "random, zoned, zoned_abs; zipf, pareto, normal refused",
+    ),
+    (
+        "percentage_random",
+        Sim,
+        "should_do_random; needs norandommap and one block size",
+    ),
     ("percentage_sequential", No("deprecated in fio"), ""),
     ("allrandrepeat", No(NOT_YET), ""),
     ("nrfiles", No(NOT_YET), ""),
@@ -125,8 +137,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         Sim,
         "at open: RANDOM turns readahead off, SEQUENTIAL doubles its window",
     ),
-    ("fsync", Sim, "fsync after every N writes"),
-    ("fdatasync", No(NOT_YET), ""),
+    (
+        "fsync",
+        Sim,
+        "buffered: filemap_write_and_wait every N writes; direct refused",
+    ),
+    (
+        "fdatasync",
+        Sim,
+        "as fsync, with the file system's datasync; direct refused",
+    ),
     ("write_barrier", No(NOT_YET), ""),
     ("sync_file_range", No(NOT_YET), ""),
     ("direct", Sim, "O_DIRECT through the direct-I/O bio builder"),
@@ -270,7 +290,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         Sim,
         "at open: POSIX_FADV_DONTNEED (filemap_flush, then invalidate_mapping_pages) or BLKFLSBUF",
     ),
-    ("sync", No(NOT_YET), ""),
+    (
+        "sync",
+        Sim,
+        "buffered O_SYNC/O_DSYNC: write() waits for its pages; direct refused",
+    ),
     ("write_hint", No(NOT_YET), ""),
     ("create_serialize", No(NOT_YET), ""),
     ("create_fsync", No(NOT_YET), ""),
@@ -610,7 +634,9 @@ pub fn markdown() -> String {
          fio does with it), *output only* (it changes nothing fio sends to the \
          device) or *refused* with the reason given: a job that sets a refused \
          option to anything but its default stops with `file:line: option: reason`. \
-         No option that changes what fio sends to the device is accepted and ignored.\n",
+         No option that changes what fio sends to the device is accepted and ignored.\n\n\
+         How the job files of fio 3.33's `examples/` directory fare (run, or refused \
+         and why) is in `docs/fio-examples.md`.\n",
     );
     let mut section = |title: &str, defs: &mut dyn Iterator<Item = &'static OptDef>| {
         s.push_str(&format!(
