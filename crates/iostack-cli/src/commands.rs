@@ -171,8 +171,11 @@ pub(crate) fn config_of(
     let t = tunables_of(p)?;
     let mut procs = layouts(p, &m)?;
     procs.extend(work);
-    let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&scheduler, &t).map_err(SimError::Scheduler)?;
+    let scheduler = match p.get("sched") {
+        Some(s) => s.to_string(),
+        None => iostack_iosched::default_for(t.profile(), &m.scheduler),
+    };
+    iostack_iosched::check(&scheduler, &t).map_err(SimError::Scheduler)?;
     Ok(SimConfig {
         machine: m,
         tunables: t,
@@ -213,7 +216,8 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
     }
     let t = tunables_of(p)?;
     let m = machine_of(p, "sata-2009")?;
-    let sched = tunables_sched(p, &t, &m.scheduler)?;
+    let default = iostack_iosched::default_for(t.profile(), &m.scheduler);
+    let sched = tunables_sched(p, &t, &default)?;
     let mut s = format!(
         "# kernel profile {}, machine {}, scheduler {}\n",
         t.profile(),
@@ -297,8 +301,9 @@ fn schedulers_markdown() -> String {
         ));
     }
     s.push_str(
-        "\n2.4 (`elevator_linus`, its `elevator_noop`) and 6.x (blk-mq: none, mq-deadline, \
-         bfq, kyber) have no modelled scheduler, so runs on those profiles are refused.\n\n\
+        "\n2.4's queue (`drivers/block/ll_rw_blk.c`) runs its own `elevator_t`: \
+         `elevator_linus` unless named otherwise. 6.x (blk-mq: none, mq-deadline, bfq, kyber) \
+         has no modelled scheduler, so runs on that profile are refused.\n\n\
          ## Tunables\n\n",
     );
     s

@@ -10,9 +10,10 @@ pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod elv_rb;
+pub mod linus24;
 pub mod noop;
 
-use iostack_block::Elevator;
+use iostack_block::{Elevator, Elevator24};
 use iostack_core::{Profile, TunableDef, Tunables};
 
 /// One registered scheduler (`struct elevator_type` + `elv_register`).
@@ -27,7 +28,17 @@ pub struct SchedulerDesc {
     /// `elevator_attrs`: its tunables (`iosched/NAME/...`).
     pub tunables: &'static [TunableDef],
     /// `elevator_init_fn`, configured from the tunables.
-    pub build: fn(&Tunables) -> Box<dyn Elevator>,
+    pub build: Build,
+}
+
+/// What a scheduler is built as: an elevator of the 2.6 single queue
+/// (`struct elevator_ops`), or the `elevator_t` of a 2.4 queue
+/// (`elevator_init(&q->elevator, ELEVATOR_LINUS)`), which the 2.4 block layer
+/// (`iostack_block::Ll24Queue`) runs itself.
+#[derive(Clone, Copy)]
+pub enum Build {
+    Sq(fn(&Tunables) -> Box<dyn Elevator>),
+    Ll24(fn(&Tunables) -> Elevator24),
 }
 
 impl std::fmt::Debug for SchedulerDesc {
@@ -53,7 +64,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer)",
         in_profile: legacy_2_6_to_4_x,
         tunables: &[],
-        build: |_| Box::new(noop::Noop::new()),
+        build: Build::Sq(|_| Box::new(noop::Noop::new())),
     },
     SchedulerDesc {
         name: "deadline",
@@ -61,11 +72,11 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer; 5.0+ has blk-mq's mq-deadline)",
         in_profile: legacy_2_6_to_4_x,
         tunables: deadline::TUNABLES,
-        build: |t| {
+        build: Build::Sq(|t| {
             Box::new(deadline::Deadline::new(
                 deadline::DeadlineConfig::from_tunables(t),
             ))
-        },
+        }),
     },
     SchedulerDesc {
         name: "anticipatory",
@@ -74,11 +85,11 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 2.6.32 (removed in 2.6.33)",
         in_profile: |p| p > Profile::V2_4 && p <= Profile::V2_6_32,
         tunables: anticipatory::TUNABLES,
-        build: |t| {
+        build: Build::Sq(|t| {
             Box::new(anticipatory::Anticipatory::new(
                 anticipatory::AsConfig::from_tunables(t),
             ))
-        },
+        }),
     },
     SchedulerDesc {
         name: "cfq",
@@ -87,7 +98,25 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.6 to 4.20 (the default from 2.6.18)",
         in_profile: legacy_2_6_to_4_x,
         tunables: cfq::TUNABLES,
-        build: |t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t))),
+        build: Build::Sq(|t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
+    },
+    SchedulerDesc {
+        name: "elevator_linus",
+        doc: "2.4's elevator: merge scan from the tail with per-request latency counters \
+              (drivers/block/elevator.c, 2.4.4)",
+        kernels: "2.4.0 to 2.4.x (the only elevator of blk_init_queue)",
+        in_profile: |p| p == Profile::V2_4,
+        tunables: linus24::TUNABLES,
+        build: Build::Ll24(linus24::linus),
+    },
+    SchedulerDesc {
+        name: "elevator_noop",
+        doc: "2.4's ELEVATOR_NOOP: merges only, new requests at the tail \
+              (drivers/block/elevator.c, 2.4.4)",
+        kernels: "2.4.0 to 2.4.x",
+        in_profile: |p| p == Profile::V2_4,
+        tunables: &[],
+        build: Build::Ll24(|_| Elevator24::Noop),
     },
 ];
 
@@ -115,7 +144,6 @@ fn not_in_profile(d: &SchedulerDesc, p: Profile) -> String {
     let have: Vec<&str> = available(p).map(|s| s.name).collect();
     let what = if have.is_empty() {
         match p {
-            Profile::V2_4 => "2.4's elevator_linus and elevator_noop are not modelled".to_string(),
             Profile::V6 => "6.x has only blk-mq schedulers (none, mq-deadline, bfq, kyber), \
                             which are not modelled"
                 .to_string(),
@@ -158,10 +186,33 @@ pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String>
     Ok(d)
 }
 
-/// `elevator_get` by name, configured from the tunables, after [`check`].
+/// `elevator_get` by name, configured from the tunables, after [`check`]: a
+/// 2.6 single-queue elevator (a 2.4 one is built with [`by_name_24`]).
 pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
     let d = check(name, t)?;
-    Ok((d.build)(t))
+    match d.build {
+        Build::Sq(f) => Ok(f(t)),
+        Build::Ll24(_) => Err(format!("'{name}' is a 2.4 elevator, run by the 2.4 queue")),
+    }
+}
+
+/// A 2.4 queue's `elevator_t` by name, after [`check`].
+pub fn by_name_24(name: &str, t: &Tunables) -> Result<Elevator24, String> {
+    let d = check(name, t)?;
+    match d.build {
+        Build::Ll24(f) => Ok(f(t)),
+        Build::Sq(_) => Err(format!("'{name}' is not a 2.4 elevator")),
+    }
+}
+
+/// The scheduler a profile runs when none is named: 2.4's queues all get
+/// `ELEVATOR_LINUS` (`blk_init_queue`); later kernels take the machine's.
+pub fn default_for(p: Profile, machine_default: &str) -> String {
+    if p == Profile::V2_4 {
+        "elevator_linus".to_string()
+    } else {
+        machine_default.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -187,7 +238,7 @@ mod tests {
         );
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
-        assert!(names(Profile::V2_4).is_empty());
+        assert_eq!(names(Profile::V2_4), ["elevator_linus", "elevator_noop"]);
         assert!(names(Profile::V6).is_empty());
     }
 
@@ -198,7 +249,19 @@ mod tests {
             .unwrap();
         assert!(e.contains("removed in 2.6.33"), "{e}");
         let e = by_name("cfq", &t(Profile::V2_4, &[])).err().unwrap();
-        assert!(e.contains("elevator_linus"), "{e}");
+        assert!(e.contains("it has elevator_linus, elevator_noop"), "{e}");
+        let e = by_name("elevator_linus", &t(Profile::V2_6_32, &[]))
+            .err()
+            .unwrap();
+        assert!(e.contains("is not in kernel 2.6.32"), "{e}");
+        let lat = &["iosched/elevator_linus/write_latency=4"];
+        assert_eq!(
+            by_name_24("elevator_linus", &t(Profile::V2_4, lat)).unwrap(),
+            Elevator24::Linus {
+                read_latency: 8192,
+                write_latency: 4
+            }
+        );
         let e = by_name("deadline", &t(Profile::V6, &[])).err().unwrap();
         assert!(e.contains("blk-mq"), "{e}");
         let e = by_name(

@@ -407,7 +407,7 @@ impl Experiment {
                 .as_ref()
                 .or(self.scheduler.as_ref())
                 .map(|s| s.get_ref().clone())
-                .unwrap_or_else(|| m.scheduler.clone());
+                .unwrap_or_else(|| iostack_iosched::default_for(tunables.profile(), &m.scheduler));
             let procs = self.procs_of(v, &m, fio_text)?;
             Ok(SimConfig {
                 machine: m,

@@ -248,6 +248,35 @@ fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     }
 }
 
+/// The profile's block layer: 2.4's `ll_rw_blk` with its `elevator_t`, or the
+/// 2.6 single queue with the named elevator.
+fn build_queue(
+    cfg: &SimConfig,
+    qcfg: &QueueConfig,
+    dev: Box<dyn iostack_device::Device>,
+) -> Result<Box<dyn BlockQueue>, SimError> {
+    let t = &cfg.tunables;
+    let d = iostack_iosched::check(&cfg.scheduler, t).map_err(SimError)?;
+    Ok(match d.build {
+        iostack_iosched::Build::Sq(f) => Box::new(RequestQueue::new(qcfg.clone(), f(t), dev)),
+        iostack_iosched::Build::Ll24(f) => {
+            let m = &cfg.machine;
+            let hw = dev.hw_limits().max_hw_sectors;
+            let l24 = iostack_block::Ll24Config {
+                disk: qcfg.disk,
+                partitions: qcfg.partitions.clone(),
+                max_sectors: hw.min(iostack_block::ll_rw_blk::IDE_MAX_SECTORS_24),
+                nr_requests: iostack_block::Ll24Config::nr_requests_for_ram(m.mem_bytes),
+                bh_sectors: m.fs_block_size / 512,
+                irq_cpu: qcfg.irq_cpu,
+                trace_mask: qcfg.trace_mask,
+                elevator: f(t),
+            };
+            Box::new(iostack_block::Ll24Queue::new(l24, dev))
+        }
+    })
+}
+
 impl Simulation {
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
         let m = &cfg.machine;
@@ -274,8 +303,7 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
+        let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let mut tracer = Tracer::new();
