@@ -380,6 +380,12 @@ impl Simulation {
         let disk = self.cfg.machine.disk;
         self.tracer
             .message(Instant::ZERO, disk, 0, 0, text.to_string());
+        if self.cfg.tunables.profile() == iostack_core::Profile::V2_4 {
+            // There was no blktrace in 2.4: say where the events come from.
+            let note = "2.4 has no blktrace: events are emitted at the points 2.6 traces them";
+            self.tracer
+                .message(Instant::ZERO, disk, 0, 0, note.to_string());
+        }
     }
 
     /// Attach an output to the event stream.
