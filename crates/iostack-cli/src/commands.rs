@@ -86,6 +86,7 @@ fn usage() -> String {
         "iostack: a deterministic simulator of the Linux storage I/O stack\n\n\
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
+         iostack bonnie BONNIE-OPTION... [options]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
@@ -107,6 +108,9 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         }
         "fs_mark" => {
             crate::tools::run_fs_mark(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
+        "bonnie" => {
+            crate::tools::run_bonnie(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),

@@ -108,7 +108,7 @@ pub const MACHINES: &[(&str, &str)] = &[
     (
         "ide-2001",
         "seed 004: Pentium II 450 with a 2001-era 5400 rpm IDE disk (ide-2001 preset) \
-         as hda, ext2 on hda1, 1 CPU",
+         as hda, ext2 on hda1, 2 CPUs, 128 MiB",
     ),
     (
         "fc-san",
@@ -203,12 +203,16 @@ pub fn preset(name: &str) -> Result<Machine, MachineError> {
             m.disk = DevT::new(3, 0);
             m.partition = Some((1, 63));
             m.fs = FsKind::Ext2;
-            m.cpus = 1;
+            // Seed 004: "2-way SMP PII 450mhz with 128mbyte of ram".
+            m.cpus = 2;
+            m.mem_bytes = 128 << 20;
+            // Kernel text, data and slabs of a 2.4 box (estimate).
+            m.mem_unavailable_bytes = 16 << 20;
             m.cpu_syscall_ns = 5_000;
             m.cpu_page_ns = 1_000;
             m.cpu_bio_ns = 10_000;
             m.cpu_wake_ns = 20_000;
-            // 2.4's elevator is not modelled; deadline is the nearest stand-in.
+            // Under 2.6 profiles; a 2.4 run gets elevator_linus (`default_for`).
             m.scheduler = "deadline".into();
             Ok(m)
         }

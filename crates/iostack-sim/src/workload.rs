@@ -93,6 +93,10 @@ pub struct ProcSpec {
     /// file, a new iteration after the last), where `stonewall` would wait for
     /// every earlier process.
     pub after: Option<(u32, u32)>,
+    /// Read a block, then write it back at the same offset, and on to the
+    /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
+    /// write()); `io_size` counts both.
+    pub rewrite: bool,
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -125,6 +129,9 @@ impl std::fmt::Debug for ProcSpec {
             .field("fsync_every", &self.fsync_every);
         if let Some(a) = &self.after {
             d.field("after", a);
+        }
+        if self.rewrite {
+            d.field("rewrite", &self.rewrite);
         }
         // Likewise the fields of fio's number_ios, bsrange and bssplit, only
         // when they change the workload.
@@ -170,6 +177,7 @@ impl ProcSpec {
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],
             after: None,
+            rewrite: false,
         }
     }
 }

@@ -131,6 +131,8 @@ pub(crate) struct Proc {
     randmap_left: u64,
     nblocks: u64,
     seq_next: u64,
+    /// A rewrite's block just read, to be written back next.
+    rewrite_at: Option<u64>,
     bytes_issued: u64,
     /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
     ios_issued: u64,
@@ -521,6 +523,7 @@ impl Simulation {
                 randmap_left: nblocks,
                 nblocks,
                 seq_next: 0,
+                rewrite_at: None,
                 bytes_issued: 0,
                 ios_issued: 0,
                 start: Instant::ZERO,
@@ -890,7 +893,13 @@ impl Simulation {
         }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
-        let dir = if p.spec.read_pct >= 100 {
+        let dir = if p.spec.rewrite {
+            if p.rewrite_at.is_some() {
+                Dir::Write
+            } else {
+                Dir::Read
+            }
+        } else if p.spec.read_pct >= 100 {
             Dir::Read
         } else if p.spec.read_pct == 0 {
             Dir::Write
@@ -906,6 +915,16 @@ impl Simulation {
             (bs, 0, bs)
         };
         let rel = match p.spec.pattern {
+            _ if p.spec.rewrite && dir == Dir::Write => p.rewrite_at.take().expect("read first"),
+            _ if p.spec.rewrite => {
+                if p.seq_next + bs > p.spec.region {
+                    p.seq_next = 0;
+                }
+                let r = p.seq_next;
+                p.seq_next += bs;
+                p.rewrite_at = Some(r);
+                r
+            }
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 if p.seq_next + bs > p.spec.region {
