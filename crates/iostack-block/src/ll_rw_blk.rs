@@ -97,6 +97,10 @@ struct Parent {
     submitted: u32,
     /// Buffer heads not yet completed.
     live: u32,
+    /// Its next buffer head was queued (A, Q) and slept in
+    /// `__get_request_wait`: the retry goes back to `again:`, not through
+    /// `generic_make_request`.
+    retry: bool,
 }
 
 /// A request: the elevator's view plus its buffer heads.
@@ -276,6 +280,7 @@ impl Ll24Queue {
             from,
             submitted: 0,
             live: 0,
+            retry: false,
         });
         let r = self.submit_bhs(now, parent, tr, out);
         self.check();
@@ -310,22 +315,27 @@ impl Ll24Queue {
             let p = self.parents.get_mut(parent);
             p.submitted += count;
             p.live += 1;
+            let retry = std::mem::take(&mut p.retry);
             // The partition remap (the driver's, in 2.4), then
             // generic_make_request: Q.
-            if let Some((dev, from)) = p.from {
+            if let (false, Some((dev, from))) = (retry, p.from) {
                 let pdu = Pdu::Remap {
                     from_dev: dev,
                     from_sector: from + (sector - b.sector),
                 };
                 self.trace_at(now, &b, sector, count, Action::Remap, pdu, tr);
             }
-            self.trace_at(now, &b, sector, count, Action::Queue, Pdu::None, tr);
+            if !retry {
+                self.trace_at(now, &b, sector, count, Action::Queue, Pdu::None, tr);
+            }
             if !self.make_request(now, bh, b.pid, b.cpu, tr) {
                 // __get_request_wait: S, generic_unplug_device, sleep.
                 self.trace_at(now, &b, sector, count, Action::SleepRq, Pdu::None, tr);
                 self.stats.sleeps += 1;
-                self.parents.get_mut(parent).submitted -= count;
-                self.parents.get_mut(parent).live -= 1;
+                let p = self.parents.get_mut(parent);
+                p.submitted -= count;
+                p.live -= 1;
+                p.retry = true;
                 self.bhs.free(bh);
                 self.waiters[write as usize].push_back(parent);
                 let ctx = Ctx {

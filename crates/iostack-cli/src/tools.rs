@@ -230,7 +230,7 @@ pub fn run_bonnie(p: &Parsed) -> Result<ExitCode> {
     let procs = b::bonnie_procs(&spec, &m)?;
     let cfg = config_of(p, procs, m)?;
     let (r, prov) = simulate_cfg(p, cfg, wants_traces(p))?;
-    let res = b::bonnie_results(&spec, &r);
+    let res = b::bonnie_results(&r);
     let col = |t: b::BonnieTest| {
         let x = res.iter().find(|x| x.test == t).expect("every test ran");
         (x.kb_per_s, x.cpu_pct)

@@ -181,5 +181,8 @@ fn linux24_dd_trace_is_read_by_blkparse_and_btt() {
         "{issued:?}"
     );
     assert!(!text.contains(" UT "), "2.4 has no unplug timer");
+    // generic_file_direct_IO: 1 MiB writes as KIO_MAX_ATOMIC_IO (512 KB)
+    // chunks, each submitted and waited for (run_task_queue: one U each).
+    assert_eq!(text.matches(" U   N ").count(), 8, "{text}");
     std::fs::remove_dir_all(&d).unwrap();
 }

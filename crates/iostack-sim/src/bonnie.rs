@@ -37,6 +37,17 @@ pub enum BonnieTest {
 }
 
 impl BonnieTest {
+    /// The name of its process (and of the experiment metrics over it).
+    pub fn name(self) -> &'static str {
+        match self {
+            BonnieTest::PutcWrite => "putc",
+            BonnieTest::Rewrite => "rewrite",
+            BonnieTest::BlockWrite => "block_write",
+            BonnieTest::GetcRead => "getc",
+            BonnieTest::BlockRead => "block_read",
+        }
+    }
+
     pub const ALL: [BonnieTest; 5] = [
         BonnieTest::PutcWrite,
         BonnieTest::Rewrite,
@@ -84,6 +95,7 @@ pub fn bonnie_procs(s: &BonnieSpec, m: &Machine) -> Result<Vec<ProcSpec>, SimErr
     };
     let step = |i: u32| (i > 0).then(|| (i - 1, i));
     let test = |i: u32, dir: Dir, bs: u64, direct: bool| ProcSpec {
+        name: BonnieTest::ALL[i as usize].name().to_string(),
         read_pct: if dir == Dir::Read { 100 } else { 0 },
         bs: [bs, bs],
         bs_range: [(bs, bs), (bs, bs)],
@@ -111,23 +123,34 @@ pub fn bonnie_procs(s: &BonnieSpec, m: &Machine) -> Result<Vec<ProcSpec>, SimErr
     ])
 }
 
-/// Bonnie's numbers from a run of [`bonnie_procs`]: per test, `size / 1024 /
-/// elapsed` and `100 * cpu / elapsed`, elapsed from the test's start (after the
-/// open) to its end (after the fsync; the close costs nothing here).
-pub fn bonnie_results(s: &BonnieSpec, r: &RunResult) -> Vec<BonnieResult> {
+/// Bonnie's numbers of one test's process: the file's size (the bytes it
+/// wrote, or read: a rewrite does both) over 1024 and its elapsed time from
+/// start (after the open) to end (after the fsync; close costs nothing here),
+/// and `100 * cpu / elapsed`.
+pub fn kb_and_cpu(p: &crate::stats::ProcResult) -> (f64, f64) {
+    let elapsed_ns = p.end.since(p.start).as_ns().max(1);
+    let bytes = p.dirs[1].bytes.max(p.dirs[0].bytes);
+    let secs = elapsed_ns as f64 / 1e9;
+    (
+        bytes as f64 / 1024.0 / secs,
+        100.0 * p.sys_ns as f64 / elapsed_ns as f64,
+    )
+}
+
+/// Bonnie's numbers from a run of [`bonnie_procs`], test by test.
+pub fn bonnie_results(r: &RunResult) -> Vec<BonnieResult> {
     BonnieTest::ALL
         .iter()
-        .zip(&r.procs)
-        .map(|(&test, p)| {
-            let elapsed_ns = p.end.since(p.start).as_ns().max(1);
-            let secs = elapsed_ns as f64 / 1e9;
-            BonnieResult {
+        .filter_map(|&test| {
+            let p = r.procs.iter().find(|p| p.name == test.name())?;
+            let (kb_per_s, cpu_pct) = kb_and_cpu(p);
+            Some(BonnieResult {
                 test,
-                kb_per_s: (s.bytes() / 1024) as f64 / secs,
-                cpu_pct: 100.0 * p.sys_ns as f64 / elapsed_ns as f64,
-                elapsed_ns,
+                kb_per_s,
+                cpu_pct,
+                elapsed_ns: p.end.since(p.start).as_ns(),
                 cpu_ns: p.sys_ns,
-            }
+            })
         })
         .collect()
 }
