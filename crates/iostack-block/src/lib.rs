@@ -18,6 +18,7 @@ mod elevator;
 mod elevator24;
 mod limits;
 pub mod ll_rw_blk;
+pub mod mq;
 mod queue;
 mod request;
 pub use iostack_core::Slab;
@@ -29,6 +30,7 @@ pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use elevator24::Elevator24;
 pub use limits::{Partition, QueueLimits};
 pub use ll_rw_blk::{Ll24Config, Ll24Queue};
+pub use mq::{MqConfig, MqElevator, MqQueue};
 pub use queue::{
     BlockOut, BlockWork, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats,
     RequestQueue, Submit,

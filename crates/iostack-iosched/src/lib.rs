@@ -11,9 +11,10 @@ pub mod cfq;
 pub mod deadline;
 pub mod elv_rb;
 pub mod linus24;
+pub mod mq_deadline;
 pub mod noop;
 
-use iostack_block::{Elevator, Elevator24};
+use iostack_block::{Elevator, Elevator24, MqElevator};
 use iostack_core::{Profile, TunableDef, Tunables};
 
 /// One registered scheduler (`struct elevator_type` + `elv_register`).
@@ -27,18 +28,22 @@ pub struct SchedulerDesc {
     pub in_profile: fn(Profile) -> bool,
     /// `elevator_attrs`: its tunables (`iosched/NAME/...`).
     pub tunables: &'static [TunableDef],
-    /// `elevator_init_fn`, configured from the tunables.
+    /// `elevator_init_fn` / `init_sched`, configured from the tunables.
     pub build: Build,
 }
 
-/// What a scheduler is built as: an elevator of the 2.6 single queue
-/// (`struct elevator_ops`), or the `elevator_t` of a 2.4 queue
-/// (`elevator_init(&q->elevator, ELEVATOR_LINUS)`), which the 2.4 block layer
-/// (`iostack_block::Ll24Queue`) runs itself.
+/// How a registered scheduler is built.
 #[derive(Clone, Copy)]
 pub enum Build {
-    Sq(fn(&Tunables) -> Box<dyn Elevator>),
+    /// A legacy single-queue elevator (`struct elevator_ops`).
+    Legacy(fn(&Tunables) -> Box<dyn Elevator>),
+    /// A blk-mq scheduler (`struct elevator_mq_ops`); `None` is `none`.
+    Mq(fn(&Tunables) -> Option<Box<dyn MqElevator>>),
+    /// 2.4's `elevator_t` (`elevator_init(&q->elevator, ELEVATOR_LINUS)`),
+    /// which the 2.4 block layer (`iostack_block::Ll24Queue`) runs itself.
     Ll24(fn(&Tunables) -> Elevator24),
+    /// In the kernel, not modelled here: refused with this reason.
+    NotModelled(&'static str),
 }
 
 impl std::fmt::Debug for SchedulerDesc {
@@ -56,6 +61,11 @@ fn legacy_2_6_to_4_x(p: Profile) -> bool {
     p > Profile::V2_4 && p < Profile::V6
 }
 
+/// The blk-mq schedulers: 5.0+ (the 6.x profile).
+fn blk_mq(p: Profile) -> bool {
+    p >= Profile::V6
+}
+
 /// Registered schedulers, in `elv_register` order of the kernels.
 pub const SCHEDULERS: &[SchedulerDesc] = &[
     SchedulerDesc {
@@ -64,7 +74,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer)",
         in_profile: legacy_2_6_to_4_x,
         tunables: &[],
-        build: Build::Sq(|_| Box::new(noop::Noop::new())),
+        build: Build::Legacy(|_| Box::new(noop::Noop::new())),
     },
     SchedulerDesc {
         name: "deadline",
@@ -72,7 +82,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer; 5.0+ has blk-mq's mq-deadline)",
         in_profile: legacy_2_6_to_4_x,
         tunables: deadline::TUNABLES,
-        build: Build::Sq(|t| {
+        build: Build::Legacy(|t| {
             Box::new(deadline::Deadline::new(
                 deadline::DeadlineConfig::from_tunables(t),
             ))
@@ -85,7 +95,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 2.6.32 (removed in 2.6.33)",
         in_profile: |p| p > Profile::V2_4 && p <= Profile::V2_6_32,
         tunables: anticipatory::TUNABLES,
-        build: Build::Sq(|t| {
+        build: Build::Legacy(|t| {
             Box::new(anticipatory::Anticipatory::new(
                 anticipatory::AsConfig::from_tunables(t),
             ))
@@ -98,7 +108,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.6 to 4.20 (the default from 2.6.18)",
         in_profile: legacy_2_6_to_4_x,
         tunables: cfq::TUNABLES,
-        build: Build::Sq(|t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
+        build: Build::Legacy(|t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
     },
     SchedulerDesc {
         name: "elevator_linus",
@@ -118,6 +128,51 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         tunables: &[],
         build: Build::Ll24(|_| Elevator24::Noop),
     },
+    SchedulerDesc {
+        name: "none",
+        doc: "blk-mq without a scheduler: requests go from the plug or the software \
+              queues to the hardware queue, issued directly when possible (block/blk-mq.c)",
+        kernels: "5.0+ (blk-mq; 3.13 for blk-mq drivers)",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::Mq(|_| None),
+    },
+    SchedulerDesc {
+        name: "mq-deadline",
+        doc: "deadline for blk-mq: per priority level and direction a sector-sorted tree \
+              and a FIFO with expiry, batches, writes_starved, priority aging \
+              (block/mq-deadline.c, 6.x)",
+        kernels: "4.11+",
+        in_profile: blk_mq,
+        tunables: mq_deadline::TUNABLES,
+        build: Build::Mq(|t| {
+            Some(Box::new(mq_deadline::MqDeadline::new(
+                mq_deadline::DdConfig::from_tunables(t),
+            )))
+        }),
+    },
+    SchedulerDesc {
+        name: "bfq",
+        doc: "budget fair queueing (block/bfq-iosched.c): not modelled",
+        kernels: "4.12+",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::NotModelled(
+            "BFQ (B-WF2Q+ scheduling, budgets, idling and injection, weight raising) \
+             is not modelled yet; use none or mq-deadline",
+        ),
+    },
+    SchedulerDesc {
+        name: "kyber",
+        doc: "token-based latency targets (block/kyber-iosched.c): not modelled",
+        kernels: "4.12+",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::NotModelled(
+            "Kyber (token domains, latency histograms and adaptive depths) is not \
+             modelled yet; use none or mq-deadline",
+        ),
+    },
 ];
 
 /// The descriptor named `name`, if registered.
@@ -125,9 +180,11 @@ pub fn find(name: &str) -> Option<&'static SchedulerDesc> {
     SCHEDULERS.iter().find(|s| s.name == name)
 }
 
-/// The schedulers a profile's kernel has.
+/// The modelled schedulers a profile's kernel has.
 pub fn available(p: Profile) -> impl Iterator<Item = &'static SchedulerDesc> {
-    SCHEDULERS.iter().filter(move |s| (s.in_profile)(p))
+    SCHEDULERS
+        .iter()
+        .filter(move |s| (s.in_profile)(p) && !matches!(s.build, Build::NotModelled(_)))
 }
 
 /// Every scheduler's tunable table.
@@ -143,12 +200,7 @@ pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
 fn not_in_profile(d: &SchedulerDesc, p: Profile) -> String {
     let have: Vec<&str> = available(p).map(|s| s.name).collect();
     let what = if have.is_empty() {
-        match p {
-            Profile::V6 => "6.x has only blk-mq schedulers (none, mq-deadline, bfq, kyber), \
-                            which are not modelled"
-                .to_string(),
-            _ => "no scheduler is modelled for it".to_string(),
-        }
+        "no scheduler is modelled for it".to_string()
     } else {
         format!("it has {}", have.join(", "))
     };
@@ -171,6 +223,9 @@ pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String>
     if !(d.in_profile)(t.profile()) {
         return Err(not_in_profile(d, t.profile()));
     }
+    if let Build::NotModelled(why) = d.build {
+        return Err(format!("I/O scheduler '{name}': {why}"));
+    }
     for set in t.overridden() {
         if let Some(rest) = set.strip_prefix("iosched/") {
             let owner = rest.split('/').next().unwrap_or("");
@@ -186,13 +241,17 @@ pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String>
     Ok(d)
 }
 
-/// `elevator_get` by name, configured from the tunables, after [`check`]: a
-/// 2.6 single-queue elevator (a 2.4 one is built with [`by_name_24`]).
+/// `elevator_get` by name for the single-queue block layer, configured from
+/// the tunables, after [`check`].
 pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
     let d = check(name, t)?;
     match d.build {
-        Build::Sq(f) => Ok(f(t)),
+        Build::Legacy(f) => Ok(f(t)),
         Build::Ll24(_) => Err(format!("'{name}' is a 2.4 elevator, run by the 2.4 queue")),
+        _ => Err(format!(
+            "I/O scheduler '{name}' is a blk-mq scheduler; kernel {} has the single queue",
+            t.profile()
+        )),
     }
 }
 
@@ -201,17 +260,19 @@ pub fn by_name_24(name: &str, t: &Tunables) -> Result<Elevator24, String> {
     let d = check(name, t)?;
     match d.build {
         Build::Ll24(f) => Ok(f(t)),
-        Build::Sq(_) => Err(format!("'{name}' is not a 2.4 elevator")),
+        _ => Err(format!("'{name}' is not a 2.4 elevator")),
     }
 }
 
-/// The scheduler a profile runs when none is named: 2.4's queues all get
-/// `ELEVATOR_LINUS` (`blk_init_queue`); later kernels take the machine's.
-pub fn default_for(p: Profile, machine_default: &str) -> String {
-    if p == Profile::V2_4 {
-        "elevator_linus".to_string()
-    } else {
-        machine_default.to_string()
+/// `elevator_get` by name for blk-mq (`None` is `none`), after [`check`].
+pub fn mq_by_name(name: &str, t: &Tunables) -> Result<Option<Box<dyn MqElevator>>, String> {
+    let d = check(name, t)?;
+    match d.build {
+        Build::Mq(f) => Ok(f(t)),
+        _ => Err(format!(
+            "I/O scheduler '{name}' is a single-queue elevator; kernel {} has blk-mq",
+            t.profile()
+        )),
     }
 }
 
@@ -239,7 +300,7 @@ mod tests {
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V2_4), ["elevator_linus", "elevator_noop"]);
-        assert!(names(Profile::V6).is_empty());
+        assert_eq!(names(Profile::V6), ["none", "mq-deadline"]);
     }
 
     #[test]
@@ -273,5 +334,12 @@ mod tests {
         assert!(e.contains("belongs to the cfq scheduler"), "{e}");
         assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
+        let e = mq_by_name("bfq", &t(Profile::V6, &[])).err().unwrap();
+        assert!(e.contains("not modelled"), "{e}");
+        let e = mq_by_name("kyber", &t(Profile::V6, &[])).err().unwrap();
+        assert!(e.contains("not modelled"), "{e}");
+        assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
+        let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();
+        assert!(e.contains("not in kernel 3.10"), "{e}");
     }
 }

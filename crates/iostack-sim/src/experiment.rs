@@ -444,7 +444,7 @@ impl Experiment {
                 .as_ref()
                 .or(self.scheduler.as_ref())
                 .map(|s| s.get_ref().clone())
-                .unwrap_or_else(|| iostack_iosched::default_for(tunables.profile(), &m.scheduler));
+                .unwrap_or_else(|| crate::machine::default_scheduler(&m, tunables.profile()));
             let procs = self.procs_of(v, &m, fio_text)?;
             Ok(SimConfig {
                 machine: m,

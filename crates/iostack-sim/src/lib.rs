@@ -10,9 +10,12 @@ mod error;
 pub mod experiment;
 pub mod frontend;
 pub mod fsys;
+mod jbd;
 mod kblockd;
 mod lazyinit;
 pub mod machine;
+mod open;
+mod pace;
 mod plug;
 mod runend;
 mod startq;
@@ -34,10 +37,21 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
     let mut s = String::new();
     s.push_str(&cfg.machine.canonical());
     s.push('\n');
-    // 2.4's elevator_linus latencies enter the hash only when that elevator
-    // runs, so configurations hashed before they existed keep their hash.
+    // A scheduler's tunables enter the hash only on kernels with its kind of
+    // block layer (legacy elevators on the single queue, blk-mq schedulers on
+    // blk-mq), so adding one kind's tunables keeps the other's hashes.
+    let sq = cfg.tunables.profile().single_queue();
     for line in cfg.tunables.canonical().lines() {
-        if line.starts_with("iosched/elevator_linus/") && cfg.scheduler != "elevator_linus" {
+        let owner = line
+            .strip_prefix("iosched/")
+            .and_then(|r| r.split('/').next())
+            .and_then(iostack_iosched::find);
+        let mq = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Mq(_)));
+        let legacy = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Legacy(_)));
+        // 2.4's elevator_linus latencies only on 2.4.
+        let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
+        let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
+        if (sq && mq) || (!sq && legacy) || (ll24 && !v24) {
             continue;
         }
         s.push_str(line);
