@@ -15,7 +15,9 @@
 mod bio;
 mod blockqueue;
 mod elevator;
+mod elevator24;
 mod limits;
+pub mod ll_rw_blk;
 pub mod mq;
 mod queue;
 mod request;
@@ -25,7 +27,9 @@ mod tunables;
 pub use bio::{Bio, BioId, BioSlab};
 pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
+pub use elevator24::Elevator24;
 pub use limits::{Partition, QueueLimits};
+pub use ll_rw_blk::{Ll24Config, Ll24Queue};
 pub use mq::{MqConfig, MqElevator, MqQueue};
 pub use queue::{
     BlockOut, BlockWork, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats,

@@ -68,6 +68,10 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-002.toml",
         include_str!("../../../experiments/seed-002.toml"),
     ),
+    (
+        "seed-004.toml",
+        include_str!("../../../experiments/seed-004.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
@@ -87,6 +91,7 @@ fn usage() -> String {
         "iostack: a deterministic simulator of the Linux storage I/O stack\n\n\
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
+         iostack bonnie BONNIE-OPTION... [options]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
@@ -108,6 +113,9 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         }
         "fs_mark" => {
             crate::tools::run_fs_mark(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
+        "bonnie" => {
+            crate::tools::run_bonnie(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
@@ -217,7 +225,8 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
     }
     let t = tunables_of(p)?;
     let m = machine_of(p, "sata-2009")?;
-    let sched = tunables_sched(p, &t, &m.scheduler)?;
+    let default = iostack_sim::machine::default_scheduler(&m, t.profile());
+    let sched = tunables_sched(p, &t, &default)?;
     let mut s = format!(
         "# kernel profile {}, machine {}, scheduler {}\n",
         t.profile(),
@@ -301,9 +310,9 @@ fn schedulers_markdown() -> String {
         ));
     }
     s.push_str(
-        "\n2.4 (`elevator_linus`, its `elevator_noop`) has no modelled scheduler, so runs on \
-         it are refused; 6.x (blk-mq) has none and mq-deadline, and refuses bfq and kyber \
-         with the reason.\n\n\
+        "\n2.4's queue (`drivers/block/ll_rw_blk.c`) runs its own `elevator_t`: \
+         `elevator_linus` unless named otherwise; 6.x (blk-mq) has none and mq-deadline, \
+         and refuses bfq and kyber with the reason.\n\n\
          ## Tunables\n\n",
     );
     s

@@ -25,6 +25,14 @@ const EPOCH_CTIME: &str = "Thu Jan  1 00:00:00 1970";
 fn simulate(p: &Parsed, procs: Vec<ProcSpec>, traces: bool) -> Result<(RunResult, String)> {
     let m = machine_of(p, "sata-2010")?;
     let cfg = config_of(p, procs, m)?;
+    simulate_cfg(p, cfg, traces)
+}
+
+fn simulate_cfg(
+    p: &Parsed,
+    cfg: iostack_sim::SimConfig,
+    traces: bool,
+) -> Result<(RunResult, String)> {
     let (seed, hash, disk) = (cfg.seed, config_hash(&cfg), cfg.machine.disk);
     let mut sim = Simulation::new(cfg)?;
     if p.has("check") {
@@ -210,4 +218,50 @@ fn append(path: &str, text: &str) -> Result<()> {
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|e| CliError::io(format!("fs_mark -l {path}"), e))
+}
+
+/// `iostack bonnie ARGS... [--machine M] ...`: Bonnie 1.0 with seed 004's
+/// patch; its table on stdout after the provenance line and what was not
+/// simulated (machine default: the seed's `ide-2001`).
+pub fn run_bonnie(p: &Parsed) -> Result<ExitCode> {
+    use iostack_sim::bonnie as b;
+    let spec = iostack_workload::parse_bonnie_args(&p.positional).map_err(SimError::from)?;
+    let m = machine_of(p, "ide-2001")?;
+    let procs = b::bonnie_procs(&spec, &m)?;
+    let cfg = config_of(p, procs, m)?;
+    let (r, prov) = simulate_cfg(p, cfg, wants_traces(p))?;
+    let res = b::bonnie_results(&r);
+    let col = |t: b::BonnieTest| {
+        let x = res.iter().find(|x| x.test == t).expect("every test ran");
+        (x.kb_per_s, x.cpu_pct)
+    };
+    use b::BonnieTest as T;
+    let line = iostack_report::bonnie::BonnieLine {
+        machine: spec.machine.clone().unwrap_or_default(),
+        size_mb: spec.size_mb,
+        cols: [
+            col(T::PutcWrite),
+            col(T::BlockWrite),
+            col(T::Rewrite),
+            col(T::GetcRead),
+            col(T::BlockRead),
+        ],
+        // -fast: delta[Lseek][Elapsed] = 1, delta[Lseek][CPU] = 0.
+        seeks: (f64::from(iostack_report::bonnie::BONNIE_SEEKS), 0.0),
+    };
+    let mut text = format!("# iostack {prov}\n");
+    text.push_str(&notes(&[
+        t::NOT_MODELLED_FSYNC,
+        "%CPU is the system time the model charges (copies, pinning, bios, writeback); \
+         user time (putc/getc's per-character loop) is not simulated",
+        "the block-write test's unlink and create are simulated as an overwrite of the \
+         same file (unlink is not simulated)",
+    ]));
+    if spec.o_direct {
+        text.push_str("Using O_DIRECT for block based I/O\n");
+    }
+    text.push_str("Will skip the seek test\n");
+    text.push_str(&iostack_report::bonnie::render(&line));
+    out::stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -132,6 +132,61 @@ fn fio_hdd_trace_is_read_by_blkparse_and_btt() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A 2.4 run (ll_rw_blk, elevator_linus, IDE): the events it emits at 2.6's
+/// trace points read as a blktrace stream by the real blkparse and btt; 1 MiB
+/// direct writes reach the disk as buffer heads merged to IDE's 255-sector
+/// limit (248 sectors: 31 blocks of 4 KiB), one request at a time.
+#[test]
+fn linux24_dd_trace_is_read_by_blkparse_and_btt() {
+    let d = tmpdir("l24");
+    iostack(
+        &d,
+        &[
+            "dd",
+            "if=/dev/zero",
+            "of=/mnt/test/f",
+            "oflag=direct",
+            "bs=1M",
+            "count=4",
+            "--machine",
+            "ide-2001",
+            "--kernel",
+            "2.4",
+            "--blktrace",
+            "t",
+            "--blkparse",
+            "t.txt",
+        ],
+    );
+    judge(&d);
+    let text = std::fs::read_to_string(d.join("t.txt")).unwrap();
+    assert!(text.contains("2.4 has no blktrace"), "{text}");
+    let issued: Vec<u32> = text
+        .lines()
+        .filter(|l| l.contains(" D   W "))
+        .map(|l| {
+            l.rsplit_once(" + ")
+                .unwrap()
+                .1
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(issued.iter().all(|&s| s <= 255), "{issued:?}");
+    assert!(
+        issued.iter().filter(|&&s| s == 248).count() >= 4 * 7,
+        "{issued:?}"
+    );
+    assert!(!text.contains(" UT "), "2.4 has no unplug timer");
+    // generic_file_direct_IO: 1 MiB writes as KIO_MAX_ATOMIC_IO (512 KB)
+    // chunks, each submitted and waited for (run_task_queue: one U each).
+    assert_eq!(text.matches(" U   N ").count(), 8, "{text}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// The blk-mq trace of the 6.x profile (Q, G, P, U with its depth, I, D, C, and
 /// merges; no S, tag waits are not traced) on the NVMe preset, under none and
 /// mq-deadline: blkparse prints what iostack's blkparse text says, btt reads

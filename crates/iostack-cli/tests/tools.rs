@@ -264,3 +264,66 @@ fn fs_mark_writes_its_log() {
     assert_eq!(logged, body.replacen("\n\n", "\n#\n", 1));
     assert!(logged.contains("calls.\n#\nFSUse%"), "{logged}");
 }
+
+/// `iostack bonnie` with seed 004's command line on the seed's machine (a small
+/// file here): the patch's notices, then Bonnie's table in its own layout;
+/// the O_DIRECT block tests cost a fraction of the buffered ones' CPU (no copy
+/// through the page cache).
+#[test]
+fn bonnie_prints_its_table() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "bonnie",
+            "-s",
+            "64",
+            "-fast",
+            "-d",
+            "/mnt/test",
+            "-m",
+            "2way",
+        ];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&["--kernel", "2.4"]);
+        let (ok, out, err) = iostack(&a);
+        assert!(ok, "{err}");
+        out
+    };
+    let cpu_of = |out: &str, col: usize| -> f64 {
+        let last = out.lines().last().unwrap();
+        assert!(last.starts_with("2way       64 "), "{out}");
+        last.split_whitespace()
+            .nth(2 + 2 * col + 1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let buffered = run(&[]);
+    let lines = ours(&buffered);
+    assert_eq!(lines[0], "Will skip the seek test");
+    assert_eq!(
+        lines[3],
+        "Machine    MB K/sec %CPU K/sec %CPU K/sec %CPU K/sec %CPU K/sec %CPU  /sec %CPU"
+    );
+    assert!(lines[4].ends_with(" 4000.0  0.0"), "{buffered}");
+    let direct = run(&["-o_direct"]);
+    assert_eq!(ours(&direct)[0], "Using O_DIRECT for block based I/O");
+    for col in [1, 2, 4] {
+        let (b, d) = (cpu_of(&buffered, col), cpu_of(&direct, col));
+        assert!(
+            d * 2.0 < b,
+            "column {col}: buffered {b} %CPU, O_DIRECT {d} %CPU"
+        );
+    }
+}
+
+#[test]
+fn bonnie_errors_name_the_option() {
+    for (args, what) in [
+        (&["bonnie", "-s", "10x", "-fast"][..], "-s 10x"),
+        (&["bonnie", "-s", "64"][..], "-fast"),
+        (&["bonnie", "-q"][..], "unknown option -q"),
+    ] {
+        let (ok, _, err) = iostack(args);
+        assert!(!ok && err.contains(what), "{args:?}: {err}");
+    }
+}

@@ -10,10 +10,11 @@ pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod elv_rb;
+pub mod linus24;
 pub mod mq_deadline;
 pub mod noop;
 
-use iostack_block::{Elevator, MqElevator};
+use iostack_block::{Elevator, Elevator24, MqElevator};
 use iostack_core::{Profile, TunableDef, Tunables};
 
 /// One registered scheduler (`struct elevator_type` + `elv_register`).
@@ -38,6 +39,9 @@ pub enum Build {
     Legacy(fn(&Tunables) -> Box<dyn Elevator>),
     /// A blk-mq scheduler (`struct elevator_mq_ops`); `None` is `none`.
     Mq(fn(&Tunables) -> Option<Box<dyn MqElevator>>),
+    /// 2.4's `elevator_t` (`elevator_init(&q->elevator, ELEVATOR_LINUS)`),
+    /// which the 2.4 block layer (`iostack_block::Ll24Queue`) runs itself.
+    Ll24(fn(&Tunables) -> Elevator24),
     /// In the kernel, not modelled here: refused with this reason.
     NotModelled(&'static str),
 }
@@ -105,6 +109,24 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         in_profile: legacy_2_6_to_4_x,
         tunables: cfq::TUNABLES,
         build: Build::Legacy(|t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
+    },
+    SchedulerDesc {
+        name: "elevator_linus",
+        doc: "2.4's elevator: merge scan from the tail with per-request latency counters \
+              (drivers/block/elevator.c, 2.4.4)",
+        kernels: "2.4.0 to 2.4.x (the only elevator of blk_init_queue)",
+        in_profile: |p| p == Profile::V2_4,
+        tunables: linus24::TUNABLES,
+        build: Build::Ll24(linus24::linus),
+    },
+    SchedulerDesc {
+        name: "elevator_noop",
+        doc: "2.4's ELEVATOR_NOOP: merges only, new requests at the tail \
+              (drivers/block/elevator.c, 2.4.4)",
+        kernels: "2.4.0 to 2.4.x",
+        in_profile: |p| p == Profile::V2_4,
+        tunables: &[],
+        build: Build::Ll24(|_| Elevator24::Noop),
     },
     SchedulerDesc {
         name: "none",
@@ -178,10 +200,7 @@ pub fn tunable_tables() -> Vec<&'static [TunableDef]> {
 fn not_in_profile(d: &SchedulerDesc, p: Profile) -> String {
     let have: Vec<&str> = available(p).map(|s| s.name).collect();
     let what = if have.is_empty() {
-        match p {
-            Profile::V2_4 => "2.4's elevator_linus and elevator_noop are not modelled".to_string(),
-            _ => "no scheduler is modelled for it".to_string(),
-        }
+        "no scheduler is modelled for it".to_string()
     } else {
         format!("it has {}", have.join(", "))
     };
@@ -228,10 +247,20 @@ pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
     let d = check(name, t)?;
     match d.build {
         Build::Legacy(f) => Ok(f(t)),
+        Build::Ll24(_) => Err(format!("'{name}' is a 2.4 elevator, run by the 2.4 queue")),
         _ => Err(format!(
             "I/O scheduler '{name}' is a blk-mq scheduler; kernel {} has the single queue",
             t.profile()
         )),
+    }
+}
+
+/// A 2.4 queue's `elevator_t` by name, after [`check`].
+pub fn by_name_24(name: &str, t: &Tunables) -> Result<Elevator24, String> {
+    let d = check(name, t)?;
+    match d.build {
+        Build::Ll24(f) => Ok(f(t)),
+        _ => Err(format!("'{name}' is not a 2.4 elevator")),
     }
 }
 
@@ -270,7 +299,7 @@ mod tests {
         );
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
-        assert!(names(Profile::V2_4).is_empty());
+        assert_eq!(names(Profile::V2_4), ["elevator_linus", "elevator_noop"]);
         assert_eq!(names(Profile::V6), ["none", "mq-deadline"]);
     }
 
@@ -281,7 +310,19 @@ mod tests {
             .unwrap();
         assert!(e.contains("removed in 2.6.33"), "{e}");
         let e = by_name("cfq", &t(Profile::V2_4, &[])).err().unwrap();
-        assert!(e.contains("elevator_linus"), "{e}");
+        assert!(e.contains("it has elevator_linus, elevator_noop"), "{e}");
+        let e = by_name("elevator_linus", &t(Profile::V2_6_32, &[]))
+            .err()
+            .unwrap();
+        assert!(e.contains("is not in kernel 2.6.32"), "{e}");
+        let lat = &["iosched/elevator_linus/write_latency=4"];
+        assert_eq!(
+            by_name_24("elevator_linus", &t(Profile::V2_4, lat)).unwrap(),
+            Elevator24::Linus {
+                read_latency: 8192,
+                write_latency: 4
+            }
+        );
         let e = by_name("deadline", &t(Profile::V6, &[])).err().unwrap();
         assert!(e.contains("blk-mq"), "{e}");
         let e = by_name(

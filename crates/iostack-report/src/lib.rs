@@ -4,6 +4,7 @@
 
 pub mod blkparse;
 pub mod blktrace;
+pub mod bonnie;
 pub mod dd;
 pub mod filefrag;
 pub mod fio;

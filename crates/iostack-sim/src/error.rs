@@ -4,7 +4,7 @@
 
 use crate::machine::MachineError;
 use iostack_core::TunableError;
-use iostack_workload::{DdError, FioError, FsMarkError, IozoneError};
+use iostack_workload::{BonnieError, DdError, FioError, FsMarkError, IozoneError};
 
 /// An error of the simulator's library API: a bad input (machine, experiment, fio
 /// job, dd operands, tunable, size), or a configuration the simulated machine
@@ -26,6 +26,9 @@ pub enum SimError {
     /// An fs_mark command line that does not parse, or an option not simulated.
     #[error(transparent)]
     FsMark(#[from] FsMarkError),
+    /// A Bonnie command line that does not parse, or a test not simulated.
+    #[error(transparent)]
+    Bonnie(#[from] BonnieError),
     /// An experiment file: `file[:line]: [field: ]message`.
     #[error("{}{}{message}", at(file, *line), field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
     Experiment {
@@ -144,6 +147,7 @@ impl SimError {
             SimError::Dd(e) => (None, None, Some(e.operand.as_str())),
             SimError::Iozone(e) => (None, None, Some(e.option.as_str())),
             SimError::FsMark(e) => (None, None, Some(e.option.as_str())),
+            SimError::Bonnie(e) => (None, None, Some(e.option.as_str())),
             SimError::Experiment {
                 file, line, field, ..
             } => (Some(file), *line, field.as_deref()),

@@ -72,6 +72,8 @@ pub struct WorkloadDef {
     pub dd: Option<String>,
     /// A fio job file, relative to the experiment file.
     pub fio: Option<String>,
+    /// A Bonnie command line (its options, as `iostack bonnie` takes them).
+    pub bonnie: Option<String>,
     /// Fixed pid and CPU of the (first) process, to mirror a published trace.
     pub pid: Option<u32>,
     pub cpu: Option<u32>,
@@ -92,6 +94,8 @@ pub struct Variant {
     /// `${VAR}` values the fio job file sees in this variant.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The Bonnie command line of this variant, in place of the workload's.
+    pub bonnie: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -197,8 +201,14 @@ impl Experiment {
                 return Err(self.err(Some(pair), "compare", msg));
             }
         }
-        if self.workload.dd.is_some() == self.workload.fio.is_some() {
-            let msg = "needs exactly one of 'dd' or 'fio'".to_string();
+        let w = &self.workload;
+        if [w.dd.is_some(), w.fio.is_some(), w.bonnie.is_some()]
+            .iter()
+            .filter(|&&x| x)
+            .count()
+            != 1
+        {
+            let msg = "needs exactly one of 'dd', 'fio' or 'bonnie'".to_string();
             return Err(self.err::<()>(None, "[workload]", msg));
         }
         for m in &self.metrics {
@@ -270,6 +280,13 @@ pub const METRICS: &[(&str, MetricFn)] = &[
     ("bdev_MB", |r, _| {
         (r.vm.wb_pages.bdev * iostack_mm::PAGE_SIZE) as f64 / 1e6
     }),
+    // Bonnie's K/sec and %CPU of its block tests (`crate::bonnie`).
+    ("block_write_KBps", |r, _| bonnie_col(r, "block_write").0),
+    ("block_write_cpu_pct", |r, _| bonnie_col(r, "block_write").1),
+    ("rewrite_KBps", |r, _| bonnie_col(r, "rewrite").0),
+    ("rewrite_cpu_pct", |r, _| bonnie_col(r, "rewrite").1),
+    ("block_read_KBps", |r, _| bonnie_col(r, "block_read").0),
+    ("block_read_cpu_pct", |r, _| bonnie_col(r, "block_read").1),
     ("extents", |r, j| {
         r.files
             .iter()
@@ -278,6 +295,16 @@ pub const METRICS: &[(&str, MetricFn)] = &[
             .unwrap_or(0.0)
     }),
 ];
+
+/// (K/sec, %CPU) of the Bonnie test run by the process named `test` (0 if
+/// none ran).
+fn bonnie_col(r: &RunResult, test: &str) -> (f64, f64) {
+    r.procs
+        .iter()
+        .find(|p| p.name == test)
+        .map(crate::bonnie::kb_and_cpu)
+        .unwrap_or((0.0, 0.0))
+}
 
 pub fn metric(name: &str) -> Option<MetricFn> {
     METRICS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
@@ -374,8 +401,18 @@ impl Experiment {
             })?;
             procs.push(frontend::layout_only(&f.path, size, f.goal_block));
         }
+        let bonnie = v.bonnie.as_ref().or(self.workload.bonnie.as_ref());
         let mut work = match (&self.workload.dd, fio_text) {
             (Some(dd), _) => frontend::dd_procs(dd, m)?,
+            (None, _) if bonnie.is_some() => {
+                let args: Vec<String> = bonnie
+                    .into_iter()
+                    .flat_map(|b| b.split_whitespace())
+                    .map(str::to_string)
+                    .collect();
+                let spec = iostack_workload::parse_bonnie_args(&args)?;
+                crate::bonnie::bonnie_procs(&spec, m)?
+            }
             (None, Some((path, text))) => {
                 frontend::fio_procs_from_text_env(path, text, m, v.env.clone())?.procs
             }
@@ -407,7 +444,7 @@ impl Experiment {
                 .as_ref()
                 .or(self.scheduler.as_ref())
                 .map(|s| s.get_ref().clone())
-                .unwrap_or_else(|| m.scheduler.clone());
+                .unwrap_or_else(|| crate::machine::default_scheduler(&m, tunables.profile()));
             let procs = self.procs_of(v, &m, fio_text)?;
             Ok(SimConfig {
                 machine: m,

@@ -3,6 +3,7 @@
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
 mod bdev;
+pub mod bonnie;
 mod buffered;
 pub mod check;
 mod error;
@@ -47,7 +48,10 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
             .and_then(iostack_iosched::find);
         let mq = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Mq(_)));
         let legacy = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Legacy(_)));
-        if (sq && mq) || (!sq && legacy) {
+        // 2.4's elevator_linus latencies only on 2.4.
+        let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
+        let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
+        if (sq && mq) || (!sq && legacy) || (ll24 && !v24) {
             continue;
         }
         s.push_str(line);

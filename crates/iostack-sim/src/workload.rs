@@ -160,6 +160,10 @@ pub struct ProcSpec {
     /// file, a new iteration after the last), where `stonewall` would wait for
     /// every earlier process.
     pub after: Option<(u32, u32)>,
+    /// Read a block, then write it back at the same offset, and on to the
+    /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
+    /// write()); `io_size` counts both.
+    pub rewrite: bool,
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -196,6 +200,9 @@ impl std::fmt::Debug for ProcSpec {
         if self.osync || self.datasync {
             d.field("osync", &self.osync)
                 .field("datasync", &self.datasync);
+        }
+        if self.rewrite {
+            d.field("rewrite", &self.rewrite);
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -274,6 +281,7 @@ impl ProcSpec {
             seq_add: 0,
             rate: [RateLimit::default(); 2],
             after: None,
+            rewrite: false,
         }
     }
 }

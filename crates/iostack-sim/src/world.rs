@@ -112,6 +112,12 @@ struct Slot {
     dir: Dir,
     offset: u64,
     len: u64,
+    /// 2.4's `generic_file_direct_IO` works in `KIO_MAX_ATOMIC_IO` chunks,
+    /// each mapped, submitted and waited for by `brw_kiovec` before the next:
+    /// where the current chunk starts (relative to `offset`), and the bytes
+    /// the chunks before it moved.
+    chunk_at: u64,
+    chunk_bytes: u64,
     issue: Instant,
     submitted: Instant,
     bios_left: u32,
@@ -133,6 +139,8 @@ pub(crate) struct Proc {
     randmap_left: u64,
     nblocks: u64,
     seq_next: u64,
+    /// A rewrite's block just read, to be written back next.
+    rewrite_at: Option<u64>,
     bytes_issued: u64,
     /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
     pub(crate) ios_issued: u64,
@@ -284,14 +292,31 @@ fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     }
 }
 
-/// The profile's block layer over the device: the 2.6.28-2.6.38 single queue,
-/// or blk-mq for 6.x (`queue/nr_requests` as the kernel sizes it unless set).
+/// The profile's block layer over the device: 2.4's `ll_rw_blk` with its
+/// `elevator_t`, the 2.6.28-2.6.38 single queue, or blk-mq for 6.x
+/// (`queue/nr_requests` as the kernel sizes it unless set).
 fn build_queue(
     cfg: &SimConfig,
     qcfg: &QueueConfig,
     dev: Box<dyn iostack_device::Device>,
 ) -> Result<Box<dyn BlockQueue>, SimError> {
     let t = &cfg.tunables;
+    if t.profile() == iostack_core::Profile::V2_4 {
+        let elevator = iostack_iosched::by_name_24(&cfg.scheduler, t).map_err(SimError)?;
+        let m = &cfg.machine;
+        let hw = dev.hw_limits().max_hw_sectors;
+        let l24 = iostack_block::Ll24Config {
+            disk: qcfg.disk,
+            partitions: qcfg.partitions.clone(),
+            max_sectors: hw.min(iostack_block::ll_rw_blk::IDE_MAX_SECTORS_24),
+            nr_requests: iostack_block::Ll24Config::nr_requests_for_ram(m.mem_bytes),
+            bh_sectors: m.fs_block_size / 512,
+            irq_cpu: qcfg.irq_cpu,
+            trace_mask: qcfg.trace_mask,
+            elevator,
+        };
+        return Ok(Box::new(iostack_block::Ll24Queue::new(l24, dev)));
+    }
     if t.profile().single_queue() {
         let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
         return Ok(Box::new(RequestQueue::new(qcfg.clone(), elv, dev)));
@@ -348,7 +373,12 @@ impl Simulation {
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
-            max_sectors: qcfg.limits.max_sectors,
+            // 2.4's brw_kiovec submits one buffer head per file-system block.
+            max_sectors: if t.profile() == iostack_core::Profile::V2_4 {
+                m.fs_block_size / 512
+            } else {
+                qcfg.limits.max_sectors
+            },
             max_segments: qcfg.limits.max_segments,
         };
         let mut sim = Simulation {
@@ -414,6 +444,12 @@ impl Simulation {
         let disk = self.cfg.machine.disk;
         self.tracer
             .message(Instant::ZERO, disk, 0, 0, text.to_string());
+        if self.cfg.tunables.profile() == iostack_core::Profile::V2_4 {
+            // There was no blktrace in 2.4: say where the events come from.
+            let note = "2.4 has no blktrace: events are emitted at the points 2.6 traces them";
+            self.tracer
+                .message(Instant::ZERO, disk, 0, 0, note.to_string());
+        }
     }
 
     /// Attach an output to the event stream.
@@ -549,6 +585,7 @@ impl Simulation {
                 randmap_left: nblocks,
                 nblocks,
                 seq_next: 0,
+                rewrite_at: None,
                 bytes_issued: 0,
                 ios_issued: 0,
                 start: Instant::ZERO,
@@ -947,7 +984,13 @@ impl Simulation {
         }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
-        let dir = if p.spec.read_pct >= 100 {
+        let dir = if p.spec.rewrite {
+            if p.rewrite_at.is_some() {
+                Dir::Write
+            } else {
+                Dir::Read
+            }
+        } else if p.spec.read_pct >= 100 {
             Dir::Read
         } else if p.spec.read_pct == 0 {
             Dir::Write
@@ -992,6 +1035,16 @@ impl Simulation {
                 p.spec.seq_identical || p.last_end[dir as usize] + bs <= p.spec.region
             };
         let rel = match p.spec.pattern {
+            _ if p.spec.rewrite && dir == Dir::Write => p.rewrite_at.take().expect("read first"),
+            _ if p.spec.rewrite => {
+                if p.seq_next + bs > p.spec.region {
+                    p.seq_next = 0;
+                }
+                let r = p.seq_next;
+                p.seq_next += bs;
+                p.rewrite_at = Some(r);
+                r
+            }
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
                 let r = p.seq_next;
@@ -1061,6 +1114,8 @@ impl Simulation {
                     dir,
                     offset: 0,
                     len: 0,
+                    chunk_at: 0,
+                    chunk_bytes: 0,
                     issue: now,
                     submitted: now,
                     bios_left: 0,
@@ -1072,36 +1127,9 @@ impl Simulation {
         };
         p.inflight += 1;
         p.result.note_depth(p.inflight);
-        let backing = p.backing;
         let mut plan = std::mem::take(&mut p.slots[slot as usize].plan);
-        let r = match backing {
-            Backing::File(ino) => dio::build(
-                self.fs.get_block(),
-                ino,
-                dir == Dir::Write,
-                offset,
-                len,
-                self.boundary,
-                self.bio_limits,
-                dio_holes(&self.cfg),
-                &mut plan,
-            ),
-            Backing::Raw { size, .. } => {
-                let mut raw = RawBdev::new(size, self.raw.blkbits());
-                dio::build(
-                    &mut raw,
-                    0,
-                    dir == Dir::Write,
-                    offset,
-                    len,
-                    self.boundary,
-                    self.bio_limits,
-                    // A block device has no holes (blkdev_get_block maps all).
-                    dio::DioHoles::SkipHoles,
-                    &mut plan,
-                )
-            }
-        };
+        let first = self.dio_chunk(pi).map_or(len, |c| len.min(c));
+        let r = self.build_plan(pi, dir, offset, first, &mut plan);
         let p = &mut self.procs[pi as usize];
         if let Err(e) = r {
             p.result.error = Some(e.to_string());
@@ -1111,13 +1139,15 @@ impl Simulation {
             self.finish_proc(pi, now);
             return;
         }
-        let pages = len.div_ceil(dio::PAGE_SIZE);
+        let pages = first.div_ceil(dio::PAGE_SIZE);
         let nbios = plan.bios.len() as u32;
         let s = &mut p.slots[slot as usize];
         s.plan = plan;
         s.dir = dir;
         s.offset = offset;
         s.len = len;
+        s.chunk_at = 0;
+        s.chunk_bytes = 0;
         s.issue = now;
         s.submitted = now;
         s.bios_left = nbios;
@@ -1147,16 +1177,121 @@ impl Simulation {
         self.schedule_task(TaskId(pi), now + cost);
     }
 
+    /// 2.4's direct-I/O chunk (`KIO_MAX_ATOMIC_IO`: 512 KB in 2.4 and in
+    /// rawio-3, which kept it after trying 1024, linux-kernel 6 April 2001);
+    /// later kernels submit a whole I/O at once.
+    /// (2.4 has no asynchronous direct I/O: an async engine submits whole.)
+    fn dio_chunk(&self, pi: u32) -> Option<u64> {
+        let sync = self.procs[pi as usize].spec.engine == Engine::Sync;
+        (sync && self.cfg.tunables.profile() == iostack_core::Profile::V2_4).then_some(512 << 10)
+    }
+
+    /// The direct-I/O bios of `[offset, offset + len)` of process `pi`'s file or
+    /// device (`get_block` per block).
+    fn build_plan(
+        &mut self,
+        pi: u32,
+        dir: Dir,
+        offset: u64,
+        len: u64,
+        plan: &mut DioPlan,
+    ) -> Result<(), String> {
+        let backing = self.procs[pi as usize].backing;
+        let r = match backing {
+            Backing::File(ino) => dio::build(
+                self.fs.get_block(),
+                ino,
+                dir == Dir::Write,
+                offset,
+                len,
+                self.boundary,
+                self.bio_limits,
+                dio_holes(&self.cfg),
+                plan,
+            ),
+            Backing::Raw { size, .. } => {
+                let mut raw = RawBdev::new(size, self.raw.blkbits());
+                dio::build(
+                    &mut raw,
+                    0,
+                    dir == Dir::Write,
+                    offset,
+                    len,
+                    self.boundary,
+                    self.bio_limits,
+                    // A block device has no holes (blkdev_get_block maps all).
+                    dio::DioHoles::SkipHoles,
+                    plan,
+                )
+            }
+        };
+        r.map_err(|e| e.to_string())
+    }
+
+    /// The chunk of a 2.4 direct I/O just completed: map, build and submit the
+    /// next one (`generic_file_direct_IO`'s loop), if any. True if it did.
+    fn next_dio_chunk(&mut self, pi: u32, slot: u32, now: Instant) -> bool {
+        let Some(chunk) = self.dio_chunk(pi) else {
+            return false;
+        };
+        let s = &self.procs[pi as usize].slots[slot as usize];
+        let at = s.chunk_at + chunk;
+        if at >= s.len {
+            return false;
+        }
+        let (dir, offset, len) = (s.dir, s.offset + at, chunk.min(s.len - at));
+        let mut plan = std::mem::take(&mut self.procs[pi as usize].slots[slot as usize].plan);
+        let done = plan.bytes;
+        if let Err(e) = self.build_plan(pi, dir, offset, len, &mut plan) {
+            // A later chunk cannot fail where the first did not (the blocks
+            // were mapped or allocated the same way); keep the error anyway.
+            let p = &mut self.procs[pi as usize];
+            p.result.error = Some(e);
+            p.slots[slot as usize].plan = plan;
+            return false;
+        }
+        let nbios = plan.bios.len() as u32;
+        let p = &mut self.procs[pi as usize];
+        let s = &mut p.slots[slot as usize];
+        s.chunk_at = at;
+        s.chunk_bytes += done;
+        s.plan = plan;
+        s.bios_left = nbios;
+        let m = &self.cfg.machine;
+        let cost = Duration(len.div_ceil(dio::PAGE_SIZE) * m.cpu_page_ns);
+        p.result.sys_ns += cost.as_ns();
+        if nbios == 0 {
+            let owner = BioOwner {
+                task: TaskId(pi),
+                end_io: EndIo::DirectIo { slot },
+            };
+            self.evq.schedule(now + cost, Ev::IoDone(owner));
+            return true;
+        }
+        p.submitting = Some((slot, 0));
+        // The task was woken by the chunk's completion and submits the next.
+        if self.tasks.blocked(TaskId(pi)) == Blocked::OnIo {
+            self.tasks.unblock(TaskId(pi));
+            p.result.ctx += 1;
+        }
+        self.start_plug(TaskId(pi));
+        self.schedule_task(TaskId(pi), now + cost);
+        true
+    }
+
     fn io_done(&mut self, owner: BioOwner, now: Instant) {
         let EndIo::DirectIo { slot } = owner.end_io else {
             panic!("a page-cache bio's completion is not a direct I/O's");
         };
         let pi = self.proc_of(owner.task);
+        if self.next_dio_chunk(pi, slot, now) {
+            return;
+        }
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
         assert!(s.active && s.bios_left == 0);
         s.active = false;
-        let bytes = s.plan.bytes;
+        let bytes = s.chunk_bytes + s.plan.bytes;
         let slat = s.submitted.since(s.issue);
         let clat = now.since(s.submitted);
         let lat = now.since(s.issue);

@@ -45,9 +45,12 @@
 //! [`parse_iozone_args`] (iozone 3.414) and [`parse_fs_mark_args`] (fs_mark 3.3)
 //! read those tools' options into an [`IozoneSpec`] / [`FsMarkSpec`]; errors
 //! ([`IozoneError`], [`FsMarkError`]) name the option, in the tool's own words.
+//! [`parse_bonnie_args`] reads Bonnie 1.0's options with seed 004's patch
+//! (`-o_direct`, `-fast`, 1 MiB `Chunk`) into a [`BonnieSpec`].
 
 #![deny(missing_docs)]
 
+mod bonnie;
 mod dd;
 mod error;
 mod fs_mark;
@@ -59,6 +62,7 @@ mod showcmd;
 mod spec;
 mod state;
 
+pub use bonnie::{parse_bonnie_args, BonnieError, BonnieSpec, BONNIE_CHUNK, BONNIE_USAGE};
 pub use dd::{parse_dd_args, parse_dd_command_line, DdConv, DdFlags, DdSpec, DdStatus};
 pub use error::{DdError, ErrorKind, FioError};
 pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS};

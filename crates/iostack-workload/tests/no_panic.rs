@@ -12,8 +12,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use iostack_workload::{
-    options, parse_dd_args, parse_fs_mark_args, parse_iozone_args, parse_job_bytes, parse_size,
-    parse_time_ns, ParseEnv, TimeUnit,
+    options, parse_bonnie_args, parse_dd_args, parse_fs_mark_args, parse_iozone_args,
+    parse_job_bytes, parse_size, parse_time_ns, ParseEnv, TimeUnit,
 };
 
 /// Run `f` on one input; a panic fails the test with the input shown.
@@ -407,6 +407,12 @@ const TOOL_ARGS: &[&str] = &[
     "-h",
     "-",
     "--",
+    "-o_direct",
+    "-fast",
+    "-m",
+    "2047",
+    "2048",
+    "400",
     "-ei0",
     "-s64",
     "-Rz",
@@ -452,7 +458,7 @@ fn tool_args(rng: &mut Rng) -> Vec<String> {
 }
 
 #[test]
-fn iozone_and_fs_mark_never_panic() {
+fn iozone_fs_mark_and_bonnie_never_panic() {
     let mut rng = Rng(0x10_2013);
     for _ in 0..20_000 {
         let args = tool_args(&mut rng);
@@ -463,6 +469,21 @@ fn iozone_and_fs_mark_never_panic() {
                 shown.starts_with("iozone: ") && shown.len() > 8,
                 "{shown:?}"
             );
+        }
+        let r = no_panic("parse_bonnie_args", &args, || parse_bonnie_args(&args));
+        match r {
+            Err(e) => {
+                let shown = e.to_string();
+                assert!(
+                    shown.starts_with("Bonnie: ") && shown.len() > 8,
+                    "{shown:?}"
+                );
+                assert!(
+                    args.contains(&e.option),
+                    "the error names an argument: {shown:?} {args:?}"
+                );
+            }
+            Ok(s) => assert!(s.size_mb >= 1 && s.bytes() <= i32::MAX as u64),
         }
         let r = no_panic("parse_fs_mark_args", &args, || parse_fs_mark_args(&args));
         match r {
