@@ -172,8 +172,11 @@ pub(crate) fn config_of(
     let t = tunables_of(p)?;
     let mut procs = layouts(p, &m)?;
     procs.extend(work);
-    let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&scheduler, &t).map_err(SimError::Scheduler)?;
+    let scheduler = match p.get("sched") {
+        Some(s) => s.to_string(),
+        None => iostack_sim::machine::default_scheduler(&m, t.profile()),
+    };
+    iostack_iosched::check(&scheduler, &t).map_err(SimError::Scheduler)?;
     Ok(SimConfig {
         machine: m,
         tunables: t,
@@ -298,8 +301,9 @@ fn schedulers_markdown() -> String {
         ));
     }
     s.push_str(
-        "\n2.4 (`elevator_linus`, its `elevator_noop`) and 6.x (blk-mq: none, mq-deadline, \
-         bfq, kyber) have no modelled scheduler, so runs on those profiles are refused.\n\n\
+        "\n2.4 (`elevator_linus`, its `elevator_noop`) has no modelled scheduler, so runs on \
+         it are refused; 6.x (blk-mq) has none and mq-deadline, and refuses bfq and kyber \
+         with the reason.\n\n\
          ## Tunables\n\n",
     );
     s

@@ -148,6 +148,10 @@ pub enum EndIo {
     /// `mpage_end_io` / `end_buffer_async_*`: a page-cache bio (its index in the
     /// page cache's table of bios in flight).
     PageCache { bio: u32 },
+    /// `journal_end_buffer_io_sync` / `bio_end_empty_barrier`: a journal
+    /// block or cache flush the journal code (or fsync) waits for; no page
+    /// cache state.
+    Journal,
 }
 
 /// The owner of a bio: the task that submitted it (woken when it slept in

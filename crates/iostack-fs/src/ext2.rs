@@ -91,7 +91,16 @@ pub struct Ext2 {
     alloc_group: (u64, u64),
     /// `(inode, extent index)` of the last mapping found.
     hint: (u32, usize),
+    /// ext3's journal: (first block, blocks), skipped by the allocator.
+    journal_area: Option<(u64, u64)>,
 }
+
+/// Inode size of mke2fs 1.41's `mke2fs.conf` default (`inode_size = 256`).
+const INODE_SIZE: u64 = 256;
+/// `EXT2_GOOD_OLD_FIRST_INO`: the first inode a file gets.
+const FIRST_INO: u64 = 11;
+/// Bytes per group descriptor (`struct ext3_group_desc`).
+const DESC_SIZE: u64 = 32;
 
 impl Ext2 {
     pub fn new(p: Ext2Params) -> Self {
@@ -106,10 +115,81 @@ impl Ext2 {
             gdt_blocks: 0,
             alloc_group: (u64::MAX, 0),
             hint: (u32::MAX, 0),
+            journal_area: None,
         };
-        fs.gdt_blocks = (fs.groups() * 32).div_ceil(fs.p.block_size as u64);
+        fs.gdt_blocks = (fs.groups() * DESC_SIZE).div_ceil(fs.p.block_size as u64);
         fs.cursor = fs.skip_group_meta(0);
+        if fs.p.journal {
+            fs.journal_area = fs.mkjournal();
+        }
         fs
+    }
+
+    /// mke2fs's journal (`ext2fs_add_journal_inode` → `write_journal_inode`,
+    /// e2fsprogs 1.41): `ext2fs_default_journal_size` blocks from the first data
+    /// block of the middle group (no flex_bg on ext3). The journal inode's own
+    /// indirect blocks are not modelled: the area is contiguous.
+    fn mkjournal(&self) -> Option<(u64, u64)> {
+        let len = crate::ext4::default_journal_blocks(self.p.blocks);
+        if len == 0 {
+            return None;
+        }
+        let g = (self.p.blocks / 2) / self.p.blocks_per_group;
+        let start = g * self.p.blocks_per_group + self.group_meta(g);
+        (start + len <= self.p.blocks).then_some((start, len))
+    }
+
+    /// ext3's journal area: (first block, blocks).
+    pub fn journal_area(&self) -> Option<(u64, u64)> {
+        self.journal_area
+    }
+
+    /// The block bitmap of the group holding block `b`.
+    pub fn block_bitmap_of(&self, b: u64) -> u64 {
+        let g = b / self.p.blocks_per_group;
+        let sb = if has_super(g) { 1 + self.gdt_blocks } else { 0 };
+        g * self.p.blocks_per_group + sb
+    }
+
+    /// The group-descriptor block describing the group of block `b` (the
+    /// primary table after the superblock, `ext3_get_group_desc`).
+    pub fn group_desc_of(&self, b: u64) -> u64 {
+        let g = b / self.p.blocks_per_group;
+        1 + g * DESC_SIZE / self.p.block_size as u64
+    }
+
+    fn inodes_per_group(&self) -> u64 {
+        (self.p.inode_table_blocks * self.p.block_size as u64 / INODE_SIZE).max(1)
+    }
+
+    /// Group and index in it of file `ino` (the file system's `ino`-th file gets
+    /// inode `FIRST_INO + 1 + ino`; `find_group_other` keeps files in their
+    /// parent's group while it has free inodes, so they fill groups in order).
+    fn inode_place(&self, ino: u32) -> (u64, u64) {
+        let n = FIRST_INO + ino as u64;
+        let ipg = self.inodes_per_group();
+        (n / ipg, n % ipg)
+    }
+
+    /// The inode-table block holding file `ino`'s inode (`ext3_get_inode_loc`).
+    pub fn inode_block(&self, ino: u32) -> u64 {
+        let (g, i) = self.inode_place(ino);
+        let sb = if has_super(g) { 1 + self.gdt_blocks } else { 0 };
+        let per_block = self.p.block_size as u64 / INODE_SIZE;
+        g * self.p.blocks_per_group + sb + 2 + i / per_block
+    }
+
+    /// The metadata `ext3_new_inode` dirties: inode bitmap, group descriptor,
+    /// inode-table block. (The directory entry's block is not modelled: files
+    /// have no directories.)
+    pub fn create_meta(&self, ino: u32) -> Vec<u64> {
+        let (g, _) = self.inode_place(ino);
+        let base = g * self.p.blocks_per_group;
+        vec![
+            self.block_bitmap_of(base) + 1,
+            self.group_desc_of(base),
+            self.inode_block(ino),
+        ]
     }
 
     pub fn params(&self) -> &Ext2Params {
@@ -122,6 +202,11 @@ impl Ext2 {
 
     pub fn lookup(&self, name: &str) -> Option<u32> {
         self.names.get(name).copied()
+    }
+
+    /// The physical block of file block `lblk`, if mapped.
+    pub fn lookup_block(&self, ino: u32, lblk: u64) -> Option<u64> {
+        self.inodes[ino as usize].lookup(lblk).map(|(p, _)| p)
     }
 
     fn groups(&self) -> u64 {
@@ -148,6 +233,12 @@ impl Ext2 {
             self.alloc_group = (g, g * self.p.blocks_per_group + self.group_meta(g));
         }
         let b = self.cursor.max(self.alloc_group.1);
+        if let Some((js, jl)) = self.journal_area {
+            if b >= js && b < js + jl {
+                self.cursor = js + jl;
+                return self.alloc_block();
+            }
+        }
         if b >= self.p.blocks {
             return Err(FsError::NoSpace);
         }

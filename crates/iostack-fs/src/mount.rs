@@ -33,8 +33,29 @@ pub trait MountedFs {
     /// An empty new file (`O_CREAT`).
     fn create(&mut self, name: &str) -> Result<u32, FsError>;
     /// `->write_begin` for blocks `[lblk, lblk + n)`: ext2/3 allocate now
-    /// (`ext3_get_block` with create), delalloc file systems reserve.
-    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError>;
+    /// (`ext3_get_block` with create), delalloc file systems reserve. Appends
+    /// `(lblk, metadata block)` for each metadata block an allocation for
+    /// block `lblk` dirtied (what ext3's handle would `journal_dirty_metadata`).
+    fn write_begin(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        meta: &mut Vec<(u64, u64)>,
+    ) -> Result<(), FsError>;
+    /// The journal area `(first block, blocks)` of a journalling file system
+    /// whose journal the simulation runs (ext3).
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// The inode-table block of `ino` (`ext3_mark_inode_dirty`'s buffer).
+    fn inode_block(&self, _ino: u32) -> Option<u64> {
+        None
+    }
+    /// The metadata blocks creating `ino` dirtied (`ext3_new_inode`).
+    fn create_meta(&self, _ino: u32) -> Vec<u64> {
+        Vec::new()
+    }
     /// Writeback maps `[lblk, lblk + n)` (allocating delayed blocks); appends the
     /// runs and returns blocks mapped (at least 1).
     fn map_for_writeback(
@@ -63,6 +84,45 @@ pub struct Ext2Fs {
     pub ext3: bool,
 }
 
+impl Ext2Fs {
+    /// What `ext3_get_blocks_handle` → `ext3_alloc_branch`/`ext3_splice_branch`
+    /// dirties for data blocks `[l, l + count)` just allocated: the block
+    /// bitmap and group descriptor of each block's group (`ext3_new_blocks`),
+    /// the new indirect blocks, the indirect block (or inode) the new pointers
+    /// go in, and the inode (`i_blocks`, `ext3_mark_inode_dirty`).
+    fn alloc_meta(
+        &self,
+        ino: u32,
+        l: u64,
+        count: u64,
+        ind_before: usize,
+        meta: &mut Vec<(u64, u64)>,
+    ) {
+        let inode = self.fs.inode(ino);
+        let new_ind = &inode.meta_blocks[ind_before..];
+        for i in 0..count {
+            let pblk = match self.fs.lookup_block(ino, l + i) {
+                Some(p) => p,
+                None => continue,
+            };
+            let mut blocks = vec![self.fs.block_bitmap_of(pblk), self.fs.group_desc_of(pblk)];
+            if i == 0 {
+                for &b in new_ind {
+                    blocks.extend([b, self.fs.block_bitmap_of(b), self.fs.group_desc_of(b)]);
+                }
+            }
+            if l + i >= crate::ext2::EXT2_NDIR_BLOCKS {
+                if let Some(&parent) = inode.meta_blocks.last() {
+                    blocks.push(parent);
+                }
+            }
+            blocks.push(self.fs.inode_block(ino));
+            blocks.dedup();
+            meta.extend(blocks.into_iter().map(|b| (l + i, b)));
+        }
+    }
+}
+
 impl MountedFs for Ext2Fs {
     fn name(&self) -> &'static str {
         if self.ext3 {
@@ -83,13 +143,36 @@ impl MountedFs for Ext2Fs {
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
         self.fs.create_sequential(name, 0, None)
     }
-    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+    fn write_begin(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        meta: &mut Vec<(u64, u64)>,
+    ) -> Result<(), FsError> {
         let mut l = lblk;
         while l < lblk + n {
+            let ind_before = self.fs.inode(ino).meta_blocks.len();
             let m = self.fs.get_block(ino, l, lblk + n - l, true)?;
+            if m.new && self.ext3 {
+                self.alloc_meta(ino, l, m.count, ind_before, meta);
+            }
             l += m.count;
         }
         Ok(())
+    }
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        self.fs.journal_area()
+    }
+    fn inode_block(&self, ino: u32) -> Option<u64> {
+        self.ext3.then(|| self.fs.inode_block(ino))
+    }
+    fn create_meta(&self, ino: u32) -> Vec<u64> {
+        if self.ext3 {
+            self.fs.create_meta(ino)
+        } else {
+            Vec::new()
+        }
     }
     fn map_for_writeback(
         &mut self,
@@ -152,7 +235,13 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
         self.fs.create(name)
     }
-    fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+    fn write_begin(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        _meta: &mut Vec<(u64, u64)>,
+    ) -> Result<(), FsError> {
         self.fs.delalloc_reserve(ino, lblk, n)
     }
     fn map_for_writeback(

@@ -12,6 +12,9 @@ pub const DIO_WRITE_FLAGS: &[&str] = &[
     "WRITE_ODIRECT_PLUG",
 ];
 
+/// ext3's `data=` modes.
+pub const JOURNAL_DATA: &[&str] = &["ordered", "writeback", "journal"];
+
 /// mballoc versions (`crate::mballoc::MbVariant`).
 pub const EXT4_MBALLOC: &[&str] = &["2.6.28", "2.6.30"];
 
@@ -165,5 +168,47 @@ pub static TUNABLES: &[TunableDef] = &[
         doc: "XFS m_writeio_log: a buffered write past EOF reserves delalloc blocks \
               to the next 2^n-byte boundary (XFS_WRITEIO_LOG_LARGE = 16, 64 KiB; the \
               allocsize mount option).",
+    },
+    TunableDef {
+        name: "fs/ext3/journal",
+        unit: Unit::Bool,
+        default: |_| 1,
+        min: 0,
+        max: 1,
+        doc: "Run ext3's journal (fs/jbd): handles from block allocation, i_size \
+              changes and file creation, kjournald's commits (ordered data, log \
+              blocks, commit block), fsync through ext3_sync_file. 0: ext3 behaves \
+              as ext2 (no journal I/O, fsync is page writeback only).",
+    },
+    TunableDef {
+        name: "fs/ext3/barrier",
+        unit: Unit::Bool,
+        default: |p| if p >= Profile::V3_10 { 1 } else { 0 },
+        min: 0,
+        max: 1,
+        doc: "ext3's barrier= mount option: the commit block carries a barrier \
+              (FLUSH|FUA from 2.6.37) and fsync flushes the cache when it commits \
+              nothing. Off by default until 2.6.38 ('ext3: Turn on barriers by \
+              default'), on in 3.10.",
+    },
+    TunableDef {
+        name: "fs/ext3/commit",
+        unit: Unit::Ms,
+        default: |_| 5000,
+        min: 1,
+        max: 86_400_000,
+        doc: "ext3's commit= mount option (j_commit_interval; JBD_DEFAULT_MAX_COMMIT_AGE \
+              5 s): kjournald commits the running transaction this long after it \
+              started.",
+    },
+    TunableDef {
+        name: "fs/ext3/data",
+        unit: Unit::Enum(JOURNAL_DATA),
+        default: |_| 0,
+        min: 0,
+        max: 2,
+        doc: "ext3's data= mount option: ordered (data buffers written by the commit \
+              before the metadata that points to them), writeback (data not tracked), \
+              journal (data logged like metadata).",
     },
 ];

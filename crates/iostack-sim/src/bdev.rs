@@ -40,22 +40,31 @@ impl Simulation {
 
     /// `->write_begin` for `n` pages from `lblk`: the file system's (which may
     /// allocate), or the block device's, which maps and allocates nothing.
-    pub(crate) fn write_begin(&mut self, ino: u32, lblk: u64, n: u64) -> Result<(), FsError> {
+    pub(crate) fn write_begin(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        meta: &mut Vec<(u64, u64)>,
+    ) -> Result<(), FsError> {
         if is_bdev(ino) {
             return Ok(());
         }
-        self.fs.write_begin(ino, lblk, n)
+        self.fs.write_begin(ino, lblk, n, meta)
     }
 
     /// A write reached `end_bytes`: a file grows (`i_size_write` in
     /// `generic_write_end`); a block device keeps its size.
-    pub(crate) fn extend_i_size(&mut self, ino: u32, end_bytes: u64) {
+    /// Returns whether the size grew.
+    pub(crate) fn extend_i_size(&mut self, ino: u32, end_bytes: u64) -> bool {
         if is_bdev(ino) {
-            return;
+            return false;
         }
         let gb = self.fs.get_block();
-        if gb.i_size(ino) < end_bytes {
+        let grows = gb.i_size(ino) < end_bytes;
+        if grows {
             gb.set_i_size(ino, end_bytes);
         }
+        grows
     }
 }

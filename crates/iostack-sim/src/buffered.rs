@@ -15,6 +15,9 @@ use iostack_fs::mount::WritepageKind;
 use iostack_mm::{ondemand_readahead, RaWindow};
 use iostack_mm::{BufBio, Throttle};
 
+/// `force_page_cache_readahead`'s chunk: 2 MiB of pages at a time.
+const FORCE_RA_CHUNK: u64 = (2 << 20) / iostack_mm::PAGE_SIZE;
+
 impl Simulation {
     // ---------------------------------------------------------------- reads
 
@@ -26,6 +29,8 @@ impl Simulation {
             if self.drain_pending(TaskId(pi), now) {
                 return;
             }
+            // read_pages' blk_finish_plug, once the window's bios are out.
+            self.close_batch_plug(TaskId(pi), now);
             let p = &self.procs[pi as usize];
             let op = p.buf.expect("buffered op");
             let map = op.map;
@@ -45,9 +50,19 @@ impl Simulation {
             }
             let req = op.last.min(eof) - idx;
             if !m.present.get(idx) {
-                // page_cache_sync_readahead, then find_get_page again.
+                // page_cache_sync_readahead, then find_get_page again; with
+                // FMODE_RANDOM, force_page_cache_readahead of what is asked
+                // (in 2 MiB chunks, one window each here as there).
                 let mut ra = self.procs[pi as usize].ra;
-                let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req);
+                let w = if self.procs[pi as usize].ra_random {
+                    Some(RaWindow {
+                        start: idx,
+                        size: req.min(FORCE_RA_CHUNK),
+                        async_size: 0,
+                    })
+                } else {
+                    ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req)
+                };
                 self.procs[pi as usize].ra = ra;
                 let w = w.unwrap_or(RaWindow {
                     start: idx,
@@ -121,6 +136,8 @@ impl Simulation {
     /// window's missing pages and queue bios over physically contiguous runs.
     fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
+        // read_pages: blk_start_plug (2.6.39+); finished when the bios are out.
+        self.open_batch_plug(task);
         let ino = self.vm.map_ino[map as usize];
         for (first, n) in runs {
             self.vm.note_cached(map, first, n);
@@ -170,8 +187,6 @@ impl Simulation {
         write: bool,
         now: Instant,
     ) {
-        let spp = iostack_mm::PAGE_SIZE / 512;
-        let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
         if write {
             let wb = &mut self.vm.wb_pages;
             match self.tasks.kind(task) {
@@ -181,10 +196,29 @@ impl Simulation {
                 TaskKind::Process(_) => wb.dirtier += n,
             }
         }
+        let flags = self.page_bio_flags(task, map, write);
+        self.queue_page_bios_flagged(task, map, first, n, pblk, flags, now);
+    }
+
+    /// `queue_page_bios` with the request flags given (the journal's ordered
+    /// data carries the commit's `write_op`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn queue_page_bios_flagged(
+        &mut self,
+        task: TaskId,
+        map: u32,
+        first: u64,
+        n: u64,
+        pblk: u64,
+        flags: ReqFlags,
+        now: Instant,
+    ) {
+        let spp = iostack_mm::PAGE_SIZE / 512;
+        let max_pages = (self.bio_limits.max_sectors as u64 / spp).max(1);
+        let write = flags.is_write();
         let t = self.tasks.get(task);
         let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
         let dev = self.map_dev(map);
-        let flags = self.page_bio_flags(task, map, write);
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -262,6 +296,10 @@ impl Simulation {
             }
             return;
         }
+        if b.map == 0 {
+            self.journal_metadata_written(b.first, b.pages);
+        }
+        let m = &mut self.vm.maps[b.map as usize];
         let cleared = m.writeback.clear_range(b.first, b.pages);
         self.vm.nr_writeback -= cleared;
         if m.nr_writeback() == 0 {
@@ -293,6 +331,9 @@ impl Simulation {
         if self.drain_pending(TaskId(pi), now) {
             return;
         }
+        if !self.run_journal_op(TaskId(pi), now) {
+            return;
+        }
         if self.procs[pi as usize].throttle.is_some() {
             self.throttle_step(TaskId(pi), now);
             return;
@@ -308,7 +349,8 @@ impl Simulation {
         let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
         let n = (op.last - op.pos).min(room);
         let ino = self.vm.map_ino[op.map as usize];
-        if let Err(e) = self.write_begin(ino, op.pos, n) {
+        let mut meta = Vec::new();
+        if let Err(e) = self.write_begin(ino, op.pos, n, &mut meta) {
             let p = &mut self.procs[pi as usize];
             p.result.error = Some(format!("write: {e}"));
             p.buf.as_mut().unwrap().pos = op.last;
@@ -321,7 +363,14 @@ impl Simulation {
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
-        self.extend_i_size(ino, end_bytes);
+        let grew = self.extend_i_size(ino, end_bytes);
+        let create = {
+            let p = &mut self.procs[pi as usize];
+            let c = p.spec.fresh && !p.created;
+            p.created = true;
+            c
+        };
+        let jop = self.journal_write_op(ino, op.pos, n, &meta, grew.then_some(end_bytes), create);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -337,6 +386,11 @@ impl Simulation {
         }
         self.vm.reclaim();
         self.charge_sys(TaskId(pi), cost);
+        self.procs[pi as usize].jop = jop;
+        if !self.run_journal_op(TaskId(pi), now) {
+            self.tasks.get_mut(TaskId(pi)).cpu_until = now + cost;
+            return;
+        }
         self.schedule_task(TaskId(pi), now + cost);
     }
 }

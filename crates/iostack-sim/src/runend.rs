@@ -83,6 +83,7 @@ fn state(b: Blocked) -> &'static str {
         Blocked::NotStarted => "not started",
         Blocked::OnPage => "waiting for a page",
         Blocked::OnCongestion => "in congestion_wait",
+        Blocked::OnJournal => "waiting in the journal",
         Blocked::Done => "done",
     }
 }

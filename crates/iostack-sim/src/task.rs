@@ -23,6 +23,9 @@ pub(crate) enum KThread {
     /// queue defers to it (`kblockd_schedule_work`: the unplug timer's
     /// `blk_unplug_work`, the elevators' queue runs).
     KBlockd,
+    /// `kjournald` (ext3's jbd) or `jbd2/DEV-8` (ext4): the journal's commit
+    /// thread, with its own I/O context (its own CFQ queue).
+    Kjournald,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +50,9 @@ pub(crate) enum Blocked {
     OnPage,
     /// In `congestion_wait`.
     OnCongestion,
+    /// In the journal: `start_this_handle` or a shadowed buffer
+    /// (`do_get_write_access`), `log_wait_commit`, or fsync's cache flush.
+    OnJournal,
     Done,
 }
 
@@ -67,6 +73,9 @@ pub(crate) struct Task {
     /// Only the outermost reaches the block queue (`blk_start_plug` ignores a
     /// nested plug, `blk_finish_plug` flushes only the task's own).
     pub plugs: u32,
+    /// The task holds the plug of a batch path (`read_pages`, `->writepages`),
+    /// finished once the batch's bios are submitted (`Simulation::close_batch_plug`).
+    pub batch_plug: bool,
 }
 
 impl Task {
@@ -102,6 +111,7 @@ impl Tasks {
             cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
             plugs: 0,
+            batch_plug: false,
         });
         let id = TaskId(self.v.len() as u32 - 1);
         if let TaskKind::KernelThread(k) = kind {
@@ -166,6 +176,46 @@ impl Tasks {
     pub fn pending_bios(&self) -> usize {
         self.v.iter().map(|t| t.pending.len()).sum()
     }
+}
+
+/// The journal as the simulation runs it: the sans-IO `Journal`, its commit
+/// thread's I/O in flight, and the tasks waiting in it.
+pub(crate) struct JournalRun {
+    pub journal: iostack_fs::jbd::Journal,
+    /// kjournald's bios in flight (ordered data, log blocks, commit block,
+    /// flush).
+    pub inflight: u32,
+    /// kjournald waits for `inflight` to drain before its next phase.
+    pub waiting_io: bool,
+    /// Tasks in `log_wait_commit(tid)`.
+    pub commit_waiters: Vec<(TaskId, iostack_fs::jbd::Tid)>,
+    /// Tasks to retry a journal operation (`start_this_handle`, a shadowed
+    /// buffer) when the commit moves on.
+    pub start_waiters: Vec<TaskId>,
+    /// Per inode: `i_sync_tid`, `i_datasync_tid`.
+    pub tids: std::collections::BTreeMap<u32, (iostack_fs::jbd::Tid, iostack_fs::jbd::Tid)>,
+}
+
+/// One file-system operation's journal work not yet done: handles to start,
+/// each with the metadata blocks it dirties, the data block it files
+/// (`data=ordered`) and whether it changes what fdatasync must commit.
+#[derive(Debug, Default)]
+pub(crate) struct JournalOp {
+    pub ino: u32,
+    pub handles: VecDeque<HandleWork>,
+    /// The handle open now and how many of its blocks are dirtied.
+    pub open: Option<(iostack_fs::jbd::HandleId, usize)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct HandleWork {
+    pub credits: u64,
+    pub meta: Vec<u64>,
+    pub data: Option<u64>,
+    /// `i_datasync_tid` follows (allocation, size change), or only
+    /// `i_sync_tid` (timestamps, a new inode).
+    pub datasync: bool,
+    pub sync_tid: bool,
 }
 
 /// kblockd's pending work (`kblockd_workqueue`), oldest first.

@@ -1,0 +1,164 @@
+//! ext3's journal in the running machine: the request pattern of an fsync
+//! (the file's data, then kjournald's descriptor and metadata blocks in the
+//! log, then the commit block with the barrier when `barrier=1`), an fsync
+//! that commits nothing (a cache flush from the caller), and `data=ordered`
+//! making the commit write another file's dirty data. Every run has the
+//! checks on: the journal's invariants (each handle in one transaction, no log
+//! block written twice before a checkpoint frees it) after every event.
+
+use iostack_core::{Action, Profile, ReqFlags, TraceEvent, TraceSink, Tunables};
+use iostack_des::Seed;
+use iostack_sim::workload::{ProcSpec, Target};
+use iostack_sim::{machine, tunable_tables, SimConfig, Simulation};
+use std::sync::{Arc, Mutex};
+
+const KJOURNALD: u32 = 192;
+
+/// A queued bio: (sector, sectors, pid, flags).
+type Q = (u64, u32, u32, ReqFlags);
+
+#[derive(Default, Clone)]
+struct Queued(Arc<Mutex<Vec<Q>>>);
+
+impl TraceSink for Queued {
+    fn event(&mut self, ev: &TraceEvent) {
+        if let TraceEvent::Block(r) = ev {
+            if r.action == Action::Queue && r.flags.contains(ReqFlags::WRITE) {
+                let q = (r.sector, r.bytes / 512, r.pid, r.flags);
+                self.0.lock().unwrap().push(q);
+            }
+        }
+    }
+}
+
+fn writer(name: &str, pid: u32, kib: u64, fresh: bool, fsync: bool) -> ProcSpec {
+    let bytes = kib << 10;
+    let target = Target::File {
+        path: format!("/mnt/test/{name}"),
+        size: bytes,
+        goal: None,
+    };
+    ProcSpec {
+        pid: Some(pid),
+        direct: false,
+        read_pct: 0,
+        fresh,
+        end_fsync: fsync,
+        ..ProcSpec::direct_reader(name, name, target, bytes)
+    }
+}
+
+fn run(sets: &[&str], procs: Vec<ProcSpec>) -> Vec<Q> {
+    let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
+    for s in sets {
+        t.set_str(s).unwrap();
+    }
+    let cfg = SimConfig {
+        scheduler: "deadline".into(),
+        machine: machine::preset("sata-2010").unwrap(),
+        tunables: t,
+        seed: Seed(3),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let mut sim = Simulation::new(cfg).unwrap();
+    let q = Queued::default();
+    sim.attach(Box::new(q.clone()));
+    let (r, _) = sim.run();
+    assert!(r.procs.iter().all(|p| p.error.is_none()), "{:?}", r.procs);
+    let v = q.0.lock().unwrap().clone();
+    v
+}
+
+#[test]
+fn fsync_writes_data_then_the_log_then_the_commit_block_with_its_barrier() {
+    let qs = run(
+        &["fs/ext3/barrier=1"],
+        vec![writer("f", 1000, 64, true, true)],
+    );
+    let data: Vec<&Q> = qs.iter().filter(|q| q.2 == 1000).collect();
+    let journal: Vec<&Q> = qs.iter().filter(|q| q.2 == KJOURNALD).collect();
+    // 16 pages of data, written by fsync's WB_SYNC_ALL writeback
+    // (WRITE_SYNC_PLUG: SYNC|NOIDLE in 2.6.33; blktrace records the S).
+    assert_eq!(data.len(), 16);
+    assert!(data.iter().all(|q| q.3.contains(ReqFlags::SYNC)));
+    // Descriptor + the metadata blocks (block and inode bitmaps, group
+    // descriptor, inode table), then the commit block.
+    assert!(journal.len() >= 4, "{journal:?}");
+    let (commit, log) = journal.split_last().unwrap();
+    assert!(
+        commit.3.contains(ReqFlags::FLUSH),
+        "barrier on the commit block"
+    );
+    assert!(log.iter().all(|q| !q.3.contains(ReqFlags::FLUSH)));
+    // The log is written in order, each block once, after the data and far
+    // from it (the journal sits in the middle group).
+    let mut prev = data.iter().map(|q| q.0).max().unwrap();
+    for q in log.iter().chain([commit]) {
+        assert_eq!(q.1, 8);
+        assert!(q.0 > prev, "log block {} not after {}", q.0, prev);
+        prev = q.0;
+    }
+    let first_log = log[0].0;
+    assert!(first_log > 1 << 20);
+    // The first log block follows the data in time too: all of the data was
+    // queued before kjournald's first write.
+    let first_kj = qs.iter().position(|q| q.2 == KJOURNALD).unwrap();
+    assert!(qs[..first_kj].iter().filter(|q| q.2 == 1000).count() == 16);
+}
+
+#[test]
+fn an_fsync_with_nothing_to_commit_flushes_the_cache_itself() {
+    // The rewrite allocates nothing and does not grow the file: its handles
+    // dirty no metadata, i_sync_tid stays at the committed transaction, and
+    // ext3_sync_file issues blkdev_issue_flush (barrier=1).
+    let mut re = writer("f", 1001, 64, false, true);
+    re.stonewall = true;
+    let qs = run(
+        &["fs/ext3/barrier=1"],
+        vec![writer("f", 1000, 64, true, true), re],
+    );
+    let second: Vec<&Q> = qs.iter().filter(|q| q.2 == 1001).collect();
+    let (flush, data) = second.split_last().unwrap();
+    assert_eq!(data.len(), 16);
+    assert_eq!(flush.1, 0, "an empty flush");
+    assert!(flush.3.contains(ReqFlags::FLUSH));
+    let commits = qs
+        .iter()
+        .filter(|q| q.2 == KJOURNALD && q.3.contains(ReqFlags::FLUSH))
+        .count();
+    assert_eq!(commits, 1, "one commit, for the first writer");
+    // Without barriers the same fsync sends nothing after its data.
+    let mut re = writer("f", 1001, 64, false, true);
+    re.stonewall = true;
+    let qs = run(&[], vec![writer("f", 1000, 64, true, true), re]);
+    assert!(qs.iter().all(|q| q.1 > 0));
+    assert_eq!(qs.iter().filter(|q| q.2 == 1001).count(), 16);
+}
+
+#[test]
+fn ordered_mode_commit_writes_another_files_dirty_data() {
+    // `a` is written and left dirty; `b` is written and fsync'ed. Both joined
+    // the running transaction, so the commit fsync asks for writes a's data
+    // buffers first (journal_submit_data_buffers), as kjournald.
+    let a = writer("a", 1000, 64, true, false);
+    let mut b = writer("b", 1001, 32, true, true);
+    b.stonewall = true;
+    let qs = run(&[], vec![a, b]);
+    let kj: Vec<&Q> = qs.iter().filter(|q| q.2 == KJOURNALD).collect();
+    let first_log = kj.iter().position(|q| q.0 > 1 << 20).unwrap();
+    let data = &kj[..first_log];
+    assert_eq!(data.len(), 16, "a's 16 dirty pages, by kjournald: {kj:?}");
+    assert!(data.iter().all(|q| q.3.contains(ReqFlags::SYNC)));
+    assert!(qs.iter().all(|q| q.2 != 1000), "a itself wrote nothing");
+    // With data=writeback the commit writes no data.
+    let a = writer("a", 1000, 64, true, false);
+    let mut b = writer("b", 1001, 32, true, true);
+    b.stonewall = true;
+    let qs = run(&["fs/ext3/data=writeback"], vec![a, b]);
+    assert!(qs
+        .iter()
+        .filter(|q| q.2 == KJOURNALD)
+        .all(|q| q.0 > 1 << 20));
+}
