@@ -100,13 +100,19 @@ def run(
     until: str | None = None,
     layout: list[str] | tuple[str, ...] = (),
     requests: bool = True,
+    blktrace: str | os.PathLike | None = None,
+    blkparse: str | os.PathLike | None = None,
+    ftrace: str | os.PathLike | None = None,
     **kw: Any,
 ) -> "Result":
     """Run fio job(s) as `iostack run JOB --machine M --kernel P --sched S
     --seed N --set NAME=VALUE...` does. `job` is a job file path or job text
     (or a list of them). Tunables go as keywords (see `tunables()`) or as
     `tunables={"iosched/cfq/slice_idle": 0}`. With `requests=False` the
-    request table is not collected. Errors raise `IostackError` subclasses
+    request table is not collected (it holds every dispatched request). Trace
+    files as the options of the same names write them: `blktrace=PREFIX`
+    (`PREFIX.blktrace.N` for blkparse, btt, iowatcher), `blkparse=FILE`,
+    `ftrace=FILE`. Errors raise `IostackError` subclasses
     carrying the command line's message and `file`, `line`, `option`.
     """
     out = _iostack.run_fio(
@@ -119,6 +125,7 @@ def run(
         until=until,
         layouts=list(layout),
         requests=requests,
+        traces=tuple(None if t is None else os.fspath(t) for t in (blktrace, blkparse, ftrace)),
     )
     return Result(out)
 

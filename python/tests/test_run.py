@@ -51,7 +51,13 @@ def test_requests_are_blkparse_d_events(iostack_bin, job_file, tmp_path):
         # dev cpu seq time pid action rwbs sector + blocks [comm]
         if len(f) >= 10 and f[5] == "D" and f[8] == "+":
             d.append((f[6], int(f[7]), int(f[9])))
-    r = iostack.run(job=str(job_file), machine="null")
+    r = iostack.run(job=str(job_file), machine="null", blkparse=tmp_path / "py.blkparse")
+    # The binding writes the same trace text as the command line.
+    assert (tmp_path / "py.blkparse").read_text() == bp.read_text()
+    iostack.run(job=str(job_file), machine="null", blktrace=tmp_path / "py", requests=False)
+    assert (tmp_path / "py.blktrace.0").stat().st_size > 0
+    with pytest.raises(iostack.ConfigError, match="not '-'"):
+        iostack.run(job=str(job_file), machine="null", blkparse="-")
     req = r.requests()
     assert len(req) == len(d) > 0
     got = list(zip(req["rwbs"], req["sector"].astype(int), (req["bytes"] // 512).astype(int)))

@@ -21,6 +21,11 @@ pub struct RunInputs {
     pub until: Option<String>,
     /// `--layout PATH=SIZE[@BLOCK]`.
     pub layouts: Vec<String>,
+    /// Trace files, as `--blktrace PREFIX`, `--blkparse FILE`, `--ftrace FILE`
+    /// (`-`, standard output, is refused: a binding has none to share).
+    pub blktrace: Option<String>,
+    pub blkparse: Option<String>,
+    pub ftrace: Option<String>,
 }
 
 impl RunInputs {
@@ -32,10 +37,22 @@ impl RunInputs {
             argv.push(v.to_string());
         };
         for (name, v) in [
+            ("blktrace", &self.blktrace),
+            ("blkparse", &self.blkparse),
+            ("ftrace", &self.ftrace),
+        ] {
+            if v.as_deref() == Some("-") {
+                return Err(format!("{name}: give a file name, not '-'").into());
+            }
+        }
+        for (name, v) in [
             ("machine", &self.machine),
             ("kernel", &self.kernel),
             ("sched", &self.sched),
             ("until", &self.until),
+            ("blktrace", &self.blktrace),
+            ("blkparse", &self.blkparse),
+            ("ftrace", &self.ftrace),
         ] {
             if let Some(v) = v {
                 flag(name, v);
@@ -79,6 +96,7 @@ pub fn run_fio(inp: &RunInputs, extra: Vec<Box<dyn TraceSink>>) -> Result<FioRun
     };
     let globals = globals.clone();
     let mut s = commands::simulate(&p, cfg, &report, extra)?;
+    crate::sinks::finish_streams(&mut s.sinks, &p)?;
     commands::check_ending(&s.result)?;
     if let Some(e) = s.result.procs.iter().find_map(|p| p.error.clone()) {
         return Err(SimError::Run(e).into());

@@ -67,11 +67,14 @@ fn run_inner(inp: RunInputs, want_requests: bool) -> Result<RunOutput, CliError>
     })
 }
 
+/// Trace files: blktrace prefix, blkparse text, ftrace text.
+type Traces = (Option<String>, Option<String>, Option<String>);
+
 /// Run fio job(s) as `iostack run` does. `jobs` is a list of (name, text)
 /// pairs (text None: `name` is a path to read); `sets` are `NAME=VALUE`
 /// tunable assignments.
 #[pyfunction]
-#[pyo3(signature = (jobs, machine=None, kernel=None, sched=None, seed=None, sets=Vec::new(), until=None, layouts=Vec::new(), requests=true))]
+#[pyo3(signature = (jobs, machine=None, kernel=None, sched=None, seed=None, sets=Vec::new(), until=None, layouts=Vec::new(), requests=true, traces=(None, None, None)))]
 #[allow(clippy::too_many_arguments)]
 fn run_fio(
     py: Python<'_>,
@@ -84,6 +87,7 @@ fn run_fio(
     until: Option<String>,
     layouts: Vec<String>,
     requests: bool,
+    traces: Traces,
 ) -> PyResult<RunOutput> {
     let jobs = jobs
         .into_iter()
@@ -101,6 +105,9 @@ fn run_fio(
         sets,
         until,
         layouts,
+        blktrace: traces.0,
+        blkparse: traces.1,
+        ftrace: traces.2,
     };
     py.allow_threads(|| run_inner(inp, requests))
         .map_err(errors::to_py)
