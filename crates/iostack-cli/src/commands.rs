@@ -67,6 +67,10 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-002.toml",
         include_str!("../../../experiments/seed-002.toml"),
     ),
+    (
+        "seed-003.toml",
+        include_str!("../../../experiments/seed-003.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
