@@ -100,8 +100,9 @@ pub trait BlockQueue {
     fn set_checks(&mut self, on: bool);
 }
 
-/// The 2.6.28-2.6.38 single queue: its plug is the queue's, so of the per-task
-/// calls only `unplug` (`blk_unplug`) acts.
+/// The single queue. 2.6.28-2.6.38: its plug is the queue's, so of the per-task
+/// calls only `unplug` (`blk_unplug`) acts. 2.6.39+ (`QueueConfig::onstack_plug`):
+/// the plugs are the tasks' (`onstack.rs`) and `unplug` does nothing.
 impl BlockQueue for RequestQueue {
     fn submit_bio(
         &mut self,
@@ -112,10 +113,26 @@ impl BlockQueue for RequestQueue {
     ) -> Submit {
         RequestQueue::submit_bio(self, now, bio, tr, out)
     }
-    /// No `blk_start_plug` before 2.6.39.
-    fn start_plug(&mut self, _task: TaskId) {}
-    /// No `blk_finish_plug` before 2.6.39.
-    fn finish_plug(&mut self, _: Instant, _: TaskId, _: Ctx, _: &mut Tracer, _: &mut BlockOut) {}
+    /// `blk_start_plug` from 2.6.39; nothing before.
+    fn start_plug(&mut self, task: TaskId) {
+        if self.config().onstack_plug {
+            self.onstack_start(task);
+        }
+    }
+    /// `blk_finish_plug` from 2.6.39; nothing before.
+    fn finish_plug(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        if self.config().onstack_plug {
+            self.onstack_finish(now, task, ctx, tr, out);
+        }
+    }
+    /// `blk_unplug` before 2.6.39; the call is gone after.
     fn unplug(
         &mut self,
         now: Instant,
@@ -126,8 +143,12 @@ impl BlockQueue for RequestQueue {
     ) {
         RequestQueue::unplug(self, now, ctx, tr, out)
     }
-    /// `schedule` flushes no plug before 2.6.39.
-    fn sleep(&mut self, _: Instant, _: TaskId, _: Ctx, _: &mut Tracer, _: &mut BlockOut) {}
+    /// `schedule` flushes the task's plug from 2.6.39; nothing before.
+    fn sleep(&mut self, now: Instant, task: TaskId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        if self.config().onstack_plug {
+            self.onstack_sleep(now, task, ctx, tr, out);
+        }
+    }
     fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         RequestQueue::run_queue(self, now, ctx, tr, out)
     }

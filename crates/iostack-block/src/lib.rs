@@ -16,6 +16,7 @@ mod bio;
 mod blockqueue;
 mod elevator;
 mod limits;
+pub mod mq;
 mod queue;
 mod request;
 pub use iostack_core::Slab;
@@ -25,6 +26,7 @@ pub use bio::{Bio, BioId, BioSlab};
 pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use limits::{Partition, QueueLimits};
+pub use mq::{MqConfig, MqElevator, MqQueue};
 pub use queue::{
     BlockOut, BlockWork, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats,
     RequestQueue, Submit,

@@ -17,6 +17,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 #[path = "flush.rs"]
 mod flush;
+#[path = "onstack.rs"]
+mod onstack;
 pub use flush::FlushEra;
 use flush::FlushState;
 
@@ -61,6 +63,9 @@ pub struct QueueConfig {
     pub flush_era: FlushEra,
     /// The flags its blktrace records (`TraceMask::of` the profile).
     pub trace_mask: TraceMask,
+    /// 2.6.39+: plugs are the tasks' own (`struct blk_plug`, `onstack.rs`), and
+    /// the queue has no plug, unplug timer or threshold of its own.
+    pub onstack_plug: bool,
 }
 
 impl QueueConfig {
@@ -96,6 +101,7 @@ impl QueueConfig {
             irq_cpu: 0,
             flush_era: FlushEra::of(t.profile()),
             trace_mask: TraceMask::of(t.profile()),
+            onstack_plug: t.profile() >= iostack_core::Profile::V3_10,
         }
     }
 }
@@ -143,6 +149,9 @@ pub enum BlockWork {
     /// A queue run: `cfq_kick_queue` / `as_work_handler` for the elevator,
     /// `blk_run_queue_async` after a flush sequence.
     RunQueue,
+    /// blk-mq: hardware queue N's `run_work` (`blk_mq_run_work_fn`), queued
+    /// by an asynchronous `blk_mq_run_hw_queue`.
+    RunHwQueue(u16),
 }
 
 /// What a queue operation produced for the host.
@@ -201,8 +210,12 @@ struct IoContext {
     last_waited: Instant,
 }
 
+#[derive(Clone, Copy)]
 struct Waiter {
     bio: BioId,
+    /// 2.6.39+: the requests on the sleeper's plug when it looked
+    /// (`request_count` of `blk_queue_bio`), for its P after the wait.
+    plug_count: u32,
 }
 
 /// Who runs a queue operation (for the pid/cpu of traced events).
@@ -248,7 +261,7 @@ pub struct RequestQueue {
     full: [bool; 2],
     congested: [bool; 2],
     /// Allocators woken inside `attempt_merge`, retried after the merge.
-    deferred_wakes: Vec<BioId>,
+    deferred_wakes: Vec<Waiter>,
     waiters: [VecDeque<Waiter>; 2],
     iocs: BTreeMap<u32, IoContext>,
     /// `q->in_flight[sync]`: requests the driver has taken.
@@ -263,6 +276,10 @@ pub struct RequestQueue {
     checks: bool,
     /// Flush and FUA sequencing (`blk-flush.c` / `blk-barrier.c`).
     flush: FlushState,
+    /// 2.6.39+: each plugging task's `plug->list` (`onstack.rs`).
+    task_plugs: BTreeMap<TaskId, Vec<RqId>>,
+    /// Requests on those lists.
+    nr_plugged: u32,
 }
 
 impl RequestQueue {
@@ -305,6 +322,8 @@ impl RequestQueue {
             dev_out: Vec::new(),
             stats: QueueStats::default(),
             checks: cfg!(debug_assertions),
+            task_plugs: BTreeMap::new(),
+            nr_plugged: 0,
         }
     }
 
@@ -439,6 +458,9 @@ impl RequestQueue {
         let unplug = bio.flags.contains(ReqFlags::UNPLUG);
         let flush_or_fua = bio.flags.is_flush_or_fua();
         let id = self.bios.alloc(bio);
+        if self.cfg.onstack_plug {
+            return self.queue_bio(now, id, ctx, tr, out);
+        }
 
         // REQ_FLUSH/REQ_FUA (a barrier before 2.6.37) bios never merge: they go
         // straight to get_rq (`__make_request`, `blk_queue_bio`).
@@ -469,7 +491,10 @@ impl RequestQueue {
                 let b = *self.bios.get(id);
                 self.trace_bio(now, &b, Action::SleepRq, Pdu::None, tr);
                 self.stats.sleeps += 1;
-                self.waiters[sync].push_back(Waiter { bio: id });
+                self.waiters[sync].push_back(Waiter {
+                    bio: id,
+                    plug_count: 0,
+                });
                 self.generic_unplug_device_locked(now, ctx, tr, out);
                 Submit::Sleeping
             }
@@ -581,6 +606,9 @@ impl RequestQueue {
         true
     }
 
+    /// `bio_attempt_back_merge` for a request in the elevator: the bio joins
+    /// it, then the request may merge with the next one (`attempt_back_merge`)
+    /// or the elevator hears of it (`elv_merged_request`).
     fn bio_attempt_back_merge(
         &mut self,
         now: Instant,
@@ -588,21 +616,10 @@ impl RequestQueue {
         bio: BioId,
         tr: &mut Tracer,
     ) -> bool {
-        if !self.ll_merge_ok(rq, bio) {
+        let old_end = self.rqs.get(rq).end_sector();
+        if !self.bio_link_back(now, rq, bio, tr) {
             return false;
         }
-        let b = *self.bios.get(bio);
-        self.trace_bio(now, &b, Action::BackMerge, Pdu::None, tr);
-        self.stats.back_merges += 1;
-        self.count_merge(b.flags.is_write());
-        let old_end = self.rqs.get(rq).end_sector();
-        let tail = self.rqs.get(rq).bio_tail;
-        self.bios.get_mut(tail).next = Some(bio);
-        let r = self.rqs.get_mut(rq);
-        r.bio_tail = bio;
-        r.sectors += b.sectors;
-        r.segments += b.segments;
-        r.ioprio = r.ioprio.min(b.ioprio);
         // The request's hash entry is still keyed by its old end: take it out
         // before attempt_merge looks the request up by its new end (the kernel
         // repositions the hash node itself, `elv_rqhash_reposition`). Left in,
@@ -617,6 +634,7 @@ impl RequestQueue {
         true
     }
 
+    /// `bio_attempt_front_merge` for a request in the elevator.
     fn bio_attempt_front_merge(
         &mut self,
         now: Instant,
@@ -624,6 +642,39 @@ impl RequestQueue {
         bio: BioId,
         tr: &mut Tracer,
     ) -> bool {
+        if !self.bio_link_front(now, rq, bio, tr) {
+            return false;
+        }
+        if !self.attempt_front_merge(rq) {
+            self.elv.merged(&self.rqs, rq, MergeKind::Front);
+            self.last_merge = Some(rq);
+        }
+        true
+    }
+
+    /// The bio part of `bio_attempt_back_merge`: `ll_back_merge_fn`, M, and the
+    /// bio appended to the request.
+    fn bio_link_back(&mut self, now: Instant, rq: RqId, bio: BioId, tr: &mut Tracer) -> bool {
+        if !self.ll_merge_ok(rq, bio) {
+            return false;
+        }
+        let b = *self.bios.get(bio);
+        self.trace_bio(now, &b, Action::BackMerge, Pdu::None, tr);
+        self.stats.back_merges += 1;
+        self.count_merge(b.flags.is_write());
+        let tail = self.rqs.get(rq).bio_tail;
+        self.bios.get_mut(tail).next = Some(bio);
+        let r = self.rqs.get_mut(rq);
+        r.bio_tail = bio;
+        r.sectors += b.sectors;
+        r.segments += b.segments;
+        r.ioprio = r.ioprio.min(b.ioprio);
+        true
+    }
+
+    /// The bio part of `bio_attempt_front_merge`: `ll_front_merge_fn`, F, and
+    /// the bio put at the request's head.
+    fn bio_link_front(&mut self, now: Instant, rq: RqId, bio: BioId, tr: &mut Tracer) -> bool {
         if !self.ll_merge_ok(rq, bio) {
             return false;
         }
@@ -639,10 +690,6 @@ impl RequestQueue {
         r.sectors += b.sectors;
         r.segments += b.segments;
         r.ioprio = r.ioprio.min(b.ioprio);
-        if !self.attempt_front_merge(rq) {
-            self.elv.merged(&self.rqs, rq, MergeKind::Front);
-            self.last_merge = Some(rq);
-        }
         true
     }
 
@@ -707,11 +754,16 @@ impl RequestQueue {
             r.segments += n.segments;
             r.ioprio = r.ioprio.min(n.ioprio);
         }
-        // elv_merge_requests
-        self.elv.merged_requests(&mut self.rqs, req, next);
+        // elv_merge_requests: the elevator and the hash know `next` only if it
+        // was sorted (2.6.39+ merges a plugged request on insertion).
+        if n.sorted {
+            self.elv.merged_requests(&mut self.rqs, req, next);
+        }
         self.rqhash_del_key(old_end, req);
         self.rqhash_add(req);
-        self.rqhash_del_key(n.end_sector(), next);
+        if n.sorted {
+            self.rqhash_del_key(n.end_sector(), next);
+        }
         self.last_merge = Some(req);
         self.stats.request_merges += 1;
         // __blk_put_request(q, next): not started, so no completion accounting;
@@ -872,7 +924,7 @@ impl RequestQueue {
     }
 
     /// `freed_request` / `__freed_request`: wake one sleeping allocator.
-    fn freed_request(&mut self, sync: usize) -> Option<BioId> {
+    fn freed_request(&mut self, sync: usize) -> Option<Waiter> {
         assert!(self.count[sync] > 0, "request pool underflow");
         self.count[sync] -= 1;
         if self.count[sync] < self.congestion_off() {
@@ -880,12 +932,12 @@ impl RequestQueue {
         }
         if self.count[sync] < self.cfg.nr_requests {
             self.full[sync] = false;
-            return self.waiters[sync].pop_front().map(|w| w.bio);
+            return self.waiters[sync].pop_front();
         }
         None
     }
 
-    fn free_request(&mut self, rq: RqId) -> Option<BioId> {
+    fn free_request(&mut self, rq: RqId) -> Option<Waiter> {
         self.elv.put_request(&self.rqs, rq);
         if self.last_merge == Some(rq) {
             self.last_merge = None;
@@ -912,7 +964,8 @@ impl RequestQueue {
     /// A woken allocator retries in its own context (`get_request_wait` loop): it
     /// becomes a batcher, allocates (G), then plugs and inserts as `__make_request`
     /// goes on after the wait.
-    fn retry_sleeper(&mut self, now: Instant, bio: BioId, tr: &mut Tracer, out: &mut BlockOut) {
+    fn retry_sleeper(&mut self, now: Instant, w: Waiter, tr: &mut Tracer, out: &mut BlockOut) {
+        let Waiter { bio, plug_count } = w;
         let b = *self.bios.get(bio);
         let ctx = Ctx {
             pid: b.pid,
@@ -920,6 +973,10 @@ impl RequestQueue {
         };
         self.ioc_set_batching(now, b.pid);
         match self.get_request(now, bio, tr) {
+            Some(rq) if self.cfg.onstack_plug => {
+                self.plug_or_insert(now, b.owner.task, rq, plug_count, ctx, tr, out);
+                out.woken.push(b.owner.task);
+            }
             Some(rq) => {
                 self.plug_and_insert(now, rq, ctx, tr, out);
                 let unplug = b.flags.contains(ReqFlags::UNPLUG);
@@ -930,8 +987,10 @@ impl RequestQueue {
                 self.trace_bio(now, &b, Action::SleepRq, Pdu::None, tr);
                 self.stats.sleeps += 1;
                 let sync = b.flags.is_sync() as usize;
-                self.waiters[sync].push_back(Waiter { bio });
-                self.generic_unplug_device_locked(now, ctx, tr, out);
+                self.waiters[sync].push_back(Waiter { bio, plug_count });
+                if !self.cfg.onstack_plug {
+                    self.generic_unplug_device_locked(now, ctx, tr, out);
+                }
             }
         }
     }
@@ -993,6 +1052,19 @@ impl RequestQueue {
             return;
         }
         self.trace_rq(now, rq, ctx, Action::Insert, tr);
+        self.elv_insert_sort(now, rq, ctx, tr, out);
+    }
+
+    /// `elv_insert(ELEVATOR_INSERT_SORT)`: into the back-merge hash and the
+    /// elevator; a plugged queue unplugs once enough requests wait.
+    fn elv_insert_sort(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
         self.rqs.get_mut(rq).sorted = true;
         let mergeable = !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE);
         if mergeable {
@@ -1040,7 +1112,11 @@ impl RequestQueue {
     /// `blk_unplug` via `blk_run_address_space` / `blk_run_backing_dev`: an explicit
     /// unplug by a waiting task. Traces U with the allocated-request count, whether
     /// or not the queue was plugged, then `generic_unplug_device`.
+    /// 2.6.39 removed the call with the queue's plug: nothing happens then.
     pub fn unplug(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
+        if self.cfg.onstack_plug {
+            return;
+        }
         self.stats.unplugs_io += 1;
         let depth = self.allocated() as u64;
         self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth }, tr);
@@ -1088,6 +1164,10 @@ impl RequestQueue {
             QueueEvent::Work(w) => self.work(now, w, kblockd, tr, out),
         }
         self.check();
+        if self.checks {
+            // Per queue event (dispatch and completion), not per bio.
+            self.check_dispatch();
+        }
     }
 
     /// The kblockd task `ctx` runs deferred work.
@@ -1120,7 +1200,7 @@ impl RequestQueue {
                     self.generic_unplug_device_locked(now, ctx, tr, out);
                 }
             }
-            BlockWork::RunQueue => self.run_queue(now, ctx, tr, out),
+            BlockWork::RunQueue | BlockWork::RunHwQueue(_) => self.run_queue(now, ctx, tr, out),
         }
     }
 
@@ -1518,6 +1598,16 @@ impl RequestQueue {
     pub fn check_invariants(&self) {
         self.check_hash();
         self.check_accounting();
+        self.check_dispatch();
+    }
+
+    /// Every request on the dispatch list is dispatched and not yet in the
+    /// driver (a walk of the list: left out of the per-bio check).
+    fn check_dispatch(&self) {
+        for &rq in &self.dispatch {
+            let r = self.rqs.get(rq);
+            assert!(r.dispatched && !r.in_driver);
+        }
     }
 
     /// Every back-merge hash entry is a queued request ending at its key.
@@ -1551,7 +1641,11 @@ impl RequestQueue {
         let in_elv = self.elv.queued() as u32;
         assert_eq!(
             live,
-            in_elv + self.dispatch.len() as u32 + self.in_device + self.flush.parked(),
+            in_elv
+                + self.dispatch.len() as u32
+                + self.in_device
+                + self.flush.parked()
+                + self.nr_plugged,
             "a request is lost or counted twice (elevator {in_elv}, dispatch {}, device {})",
             self.dispatch.len(),
             self.in_device
@@ -1566,10 +1660,6 @@ impl RequestQueue {
                 c <= 3 * self.cfg.nr_requests / 2,
                 "request pool over its hard cap"
             );
-        }
-        for &rq in &self.dispatch {
-            let r = self.rqs.get(rq);
-            assert!(r.dispatched && !r.in_driver);
         }
         let waiting = self.waiters[0].len() + self.waiters[1].len();
         // Proxy requests of the flush machinery have no bios of their own.

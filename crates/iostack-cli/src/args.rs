@@ -115,6 +115,13 @@ pub const FLAGS: &[Flag] = &[
         doc: "reproduce: write each variant's blktrace files under DIR/EXPERIMENT/VARIANT/",
     },
     Flag {
+        long: "html",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "reproduce: also write a self-contained HTML page with one plot per experiment \
+              (published vs simulated, per variant and metric)",
+    },
+    Flag {
         long: "experiments",
         takes: Takes::Value("DIR"),
         repeat: false,

@@ -7,6 +7,7 @@ use iostack_des::{Duration, Seed};
 use iostack_report::blktrace::BlktraceWriter;
 use iostack_sim::experiment::{self, Experiment, VariantRun};
 use iostack_sim::machine::{self, Machine};
+use iostack_sim::stats::RunResult;
 use iostack_sim::{config_hash, tunable_tables, SimConfig, SimError, Simulation};
 use std::any::Any;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ const COMMON: &[&str] = &[
     "help",
 ];
 /// `iostack run` takes the common flags and `--help-options`.
-const RUN: &[&str] = &[
+pub const RUN_FLAGS: &[&str] = &[
     "machine",
     "kernel",
     "sched",
@@ -50,7 +51,7 @@ const RUN: &[&str] = &[
     "help",
     "help-options",
 ];
-const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "help"];
+const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "html", "help"];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
@@ -104,7 +105,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     let rest = &argv[1..];
     let ae = |e: ArgError| CliError::Usage(e.0);
     match cmd.as_str() {
-        "run" => run_fio(&args::parse(rest, RUN).map_err(ae)?),
+        "run" => run_fio(&args::parse(rest, RUN_FLAGS).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
         "iozone" => {
             crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
@@ -175,8 +176,11 @@ pub(crate) fn config_of(
     let t = tunables_of(p)?;
     let mut procs = layouts(p, &m)?;
     procs.extend(work);
-    let scheduler = p.get("sched").unwrap_or(&m.scheduler).to_string();
-    iostack_iosched::by_name(&scheduler, &t).map_err(SimError::Scheduler)?;
+    let scheduler = match p.get("sched") {
+        Some(s) => s.to_string(),
+        None => iostack_sim::machine::default_scheduler(&m, t.profile()),
+    };
+    iostack_iosched::check(&scheduler, &t).map_err(SimError::Scheduler)?;
     Ok(SimConfig {
         machine: m,
         tunables: t,
@@ -301,8 +305,9 @@ fn schedulers_markdown() -> String {
         ));
     }
     s.push_str(
-        "\n2.4 (`elevator_linus`, its `elevator_noop`) and 6.x (blk-mq: none, mq-deadline, \
-         bfq, kyber) have no modelled scheduler, so runs on those profiles are refused.\n\n\
+        "\n2.4 (`elevator_linus`, its `elevator_noop`) has no modelled scheduler, so runs on \
+         it are refused; 6.x (blk-mq) has none and mq-deadline, and refuses bfq and kyber \
+         with the reason.\n\n\
          ## Tunables\n\n",
     );
     s
@@ -351,7 +356,10 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if p.has("help") || p.positional.is_empty() {
-        let help = format!("usage: iostack run JOB.fio [options]\n{}", args::help(RUN));
+        let help = format!(
+            "usage: iostack run JOB.fio [options]\n{}",
+            args::help(RUN_FLAGS)
+        );
         if p.has("help") {
             out::stdout(&help)?;
             return Ok(ExitCode::SUCCESS);
@@ -359,15 +367,36 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         out::stderr(&help);
         return Ok(ExitCode::from(2));
     }
+    let jobs: Vec<JobSource> = p.positional.iter().cloned().map(JobSource::Path).collect();
+    let (cfg, report) = fio_config(p, &jobs)?;
+    simulate_and_report(p, cfg, report)
+}
+
+/// Where a fio job file comes from: a path, or its text (`name` stands for the
+/// file in error messages).
+#[derive(Clone, Debug)]
+pub enum JobSource {
+    Path(String),
+    Text { name: String, text: String },
+}
+
+/// The configuration and report bookkeeping of fio job files, as `iostack run`
+/// builds them from its options `p` (machine, kernel, scheduler, tunables, seed,
+/// layouts).
+pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)> {
     let mut procs = Vec::new();
     // Layout-only processes come first and have no fio report.
     let mut meta = vec![None; p.all("layout").len()];
     let mut globals = Vec::new();
     let m = machine_of(p, "sata-2009")?;
-    for path in &p.positional {
+    for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = iostack_workload::parse_job_file(path, &env).map_err(SimError::from)?;
+        let jf = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
+            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        }
+        .map_err(SimError::from)?;
         let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
@@ -393,7 +422,7 @@ fn run_fio(p: &Parsed) -> Result<ExitCode> {
         globals.extend(f.global_options);
     }
     let cfg = config_of(p, procs, m)?;
-    simulate_and_report(p, cfg, Report::Fio { meta, globals })
+    Ok((cfg, Report::Fio { meta, globals }))
 }
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
@@ -416,7 +445,8 @@ fn run_dd(p: &Parsed) -> Result<ExitCode> {
     simulate_and_report(p, cfg, Report::Dd)
 }
 
-enum Report {
+/// What report a run prints: fio's (with the jobs' bookkeeping) or dd's.
+pub enum Report {
     Fio {
         meta: Vec<Option<iostack_sim::frontend::JobMeta>>,
         globals: Vec<(String, String)>,
@@ -430,53 +460,115 @@ pub fn take<T: 'static>(sinks: &mut Vec<Box<dyn TraceSink>>) -> Option<Box<T>> {
     any.downcast::<T>().ok()
 }
 
-fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
+/// A finished simulation, before its report is rendered.
+pub struct Simulated {
+    pub result: RunResult,
+    /// The trace sinks: those of the trace options, then the `extra` ones.
+    pub sinks: Vec<Box<dyn TraceSink>>,
+    observer: Option<Box<dyn iostack_sim::IoObserver>>,
+    pub seed: Seed,
+    pub hash: u64,
+    disk_name: String,
+    pub fs_name: String,
+}
+
+/// The `--output-format` asked for, checked.
+pub fn output_format(p: &Parsed) -> Result<String> {
+    let fmt = p.get("output-format").unwrap_or("normal").to_string();
+    if !["normal", "json", "old"].contains(&fmt.as_str()) {
+        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    }
+    Ok(fmt)
+}
+
+/// Run `cfg` with the sinks the options `p` ask for and the `extra` ones.
+pub fn simulate(
+    p: &Parsed,
+    cfg: SimConfig,
+    report: &Report,
+    extra: Vec<Box<dyn TraceSink>>,
+) -> Result<Simulated> {
     let hash = config_hash(&cfg);
     let seed = cfg.seed;
     let disk = cfg.machine.disk;
     let disk_name = cfg.machine.disk_name.clone();
     let fs_name = cfg.machine.fs.name().to_string();
-    let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
-    }
     let mut sim = Simulation::new(cfg)?;
-    if let Report::Fio { meta, .. } = &report {
+    if let Report::Fio { meta, .. } = report {
         sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
     }
     crate::sinks::attach_streams(&mut sim, p, disk, seed, hash)?;
+    for s in extra {
+        sim.attach(s);
+    }
     // Provenance inside the trace files too, as a blktrace message.
     sim.note(&format!("iostack {}", crate::sinks::provenance(seed, hash)));
-    let (result, mut sinks, observer) = sim.run_observed();
-    crate::sinks::finish_streams(&mut sinks, p)?;
-    let err = result.procs.iter().find_map(|p| p.error.clone());
+    let (result, sinks, observer) = sim.run_observed();
+    Ok(Simulated {
+        result,
+        sinks,
+        observer,
+        seed,
+        hash,
+        disk_name,
+        fs_name,
+    })
+}
+
+/// Numbers for work that was not done are not printed: a run that neither
+/// completed nor was truncated by `--until` is an error.
+pub fn check_ending(result: &RunResult) -> Result<()> {
     if !result.ending.is_complete() && !result.ending.is_truncated() {
-        // Numbers for work that was not done are not printed.
         return Err(SimError::Run(result.ending.to_string()).into());
     }
+    Ok(())
+}
+
+/// fio's report of a simulated run (its observer is used up).
+pub fn fio_report(
+    s: &mut Simulated,
+    globals: Vec<(String, String)>,
+) -> Result<iostack_report::fio::FioReport> {
+    let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
+    let obs = any
+        .downcast::<crate::fio_out::FioObserver>()
+        .map_err(|_| "not a fio run")?;
+    Ok(crate::fio_out::build(
+        &s.result,
+        *obs,
+        globals,
+        &s.disk_name,
+        s.seed,
+        s.hash,
+    ))
+}
+
+fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
+    let fmt = output_format(p)?;
+    let mut s = simulate(p, cfg, &report, Vec::new())?;
+    crate::sinks::finish_streams(&mut s.sinks, p)?;
+    let err = s.result.procs.iter().find_map(|p| p.error.clone());
+    check_ending(&s.result)?;
     match report {
         Report::Fio { globals, .. } => {
-            let any: Box<dyn Any> = observer.expect("observer attached");
-            let obs = any
-                .downcast::<crate::fio_out::FioObserver>()
-                .expect("fio observer");
-            let text =
-                crate::fio_out::render(&result, *obs, globals, &disk_name, &fmt, seed, hash)?;
-            out::stdout(&text)?;
+            let r = fio_report(&mut s, globals)?;
+            out::stdout(&crate::fio_out::format(&r, &fmt)?)?;
         }
         Report::Dd => {
-            if result.ending.is_truncated() {
-                out::stderr(&format!("iostack: TRUNCATED: {}\n", result.ending));
+            if s.result.ending.is_truncated() {
+                out::stderr(&format!("iostack: TRUNCATED: {}\n", s.result.ending));
             }
-            out::stdout(&crate::sinks::dd_report(&result, seed, hash))?
+            out::stdout(&crate::sinks::dd_report(&s.result, s.seed, s.hash))?
         }
     }
     for (flag, verbose) in [("filefrag", false), ("filefrag-v", true)] {
         for path in p.all(flag) {
-            out::stdout(&crate::sinks::filefrag(&result, path, verbose, &fs_name)?)?;
+            out::stdout(&crate::sinks::filefrag(
+                &s.result, path, verbose, &s.fs_name,
+            )?)?;
         }
     }
     if let Some(e) = err {
@@ -536,6 +628,7 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
     let trace_dir = p.get("trace-dir").map(PathBuf::from);
     let mut records = Vec::new();
     let mut text = String::new();
+    let mut plotted = Vec::new();
     for (path, e) in &exps {
         if !p.positional.is_empty() && !p.positional.contains(&e.name) {
             continue;
@@ -581,6 +674,9 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         }
         let rows = e.rows(&runs);
         let changes = e.changes(&rows);
+        if p.has("html") {
+            plotted.push((e, rows.clone()));
+        }
         if json {
             // Provenance goes to stderr: the records keep their documented fields.
             for r in &runs {
@@ -604,6 +700,10 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         } else {
             text.push_str(&crate::sinks::reproduce_text(e, &mut runs, &rows, &changes));
         }
+    }
+    if let Some(f) = p.get("html") {
+        std::fs::write(f, crate::html::report(&plotted))
+            .map_err(|err| CliError::io(format!("--html {f}"), err))?;
     }
     if json {
         let json = serde_json::to_string_pretty(&serde_json::Value::Array(records))

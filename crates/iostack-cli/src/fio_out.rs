@@ -75,16 +75,15 @@ impl IoObserver for FioObserver {
     }
 }
 
-/// Render the report for `result` with the observer's statistics.
-pub fn render(
+/// fio's report for `result` with the observer's statistics.
+pub fn build(
     result: &RunResult,
     obs: FioObserver,
     global_options: Vec<(String, String)>,
     disk_name: &str,
-    format: &str,
     seed: Seed,
     hash: u64,
-) -> Result<String, String> {
+) -> FioReport {
     let mut report = FioReport::new(
         Provenance {
             seed: seed.0,
@@ -134,10 +133,15 @@ pub fn render(
         util: DiskUtil::util_percent(q.io_ticks_ns / 1_000_000, elapsed_ms),
         aggr: None,
     });
+    report
+}
+
+/// The report in fio's `--output-format` `format`.
+pub fn format(report: &FioReport, format: &str) -> Result<String, String> {
     match format {
-        "normal" => Ok(render_normal(&report)),
-        "json" => Ok(render_json(&report)),
-        "old" => Ok(render_old(&report)),
+        "normal" => Ok(render_normal(report)),
+        "json" => Ok(render_json(report)),
+        "old" => Ok(render_old(report)),
         _ => Err(format!(
             "--output-format: unknown format '{format}' (normal, json, old)"
         )),

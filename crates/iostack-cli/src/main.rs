@@ -1,13 +1,8 @@
 //! `iostack`: the command line. The only crate that touches files and the
-//! environment; everything below it is a pure function of its inputs.
+//! environment; everything below it is a pure function of its inputs. The
+//! commands live in the `iostack_cli` library.
 
-mod args;
-mod commands;
-mod fio_out;
-mod out;
-mod sinks;
-mod tools;
-
+use iostack_cli::{commands, out};
 use std::process::ExitCode;
 
 /// The status a shell shows for a process killed by SIGPIPE (128 + 13); used when

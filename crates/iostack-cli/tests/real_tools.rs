@@ -131,3 +131,45 @@ fn fio_hdd_trace_is_read_by_blkparse_and_btt() {
     judge(&d);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The blk-mq trace of the 6.x profile (Q, G, P, U with its depth, I, D, C, and
+/// merges; no S, tag waits are not traced) on the NVMe preset, under none and
+/// mq-deadline: blkparse prints what iostack's blkparse text says, btt reads
+/// it.
+#[test]
+fn blk_mq_trace_is_read_by_blkparse_and_btt() {
+    for sched in ["none", "mq-deadline"] {
+        let d = tmpdir(&format!("mq-{sched}"));
+        std::fs::write(
+            d.join("j.fio"),
+            "[global]\nioengine=libaio\ndirect=1\nbs=4k\nsize=16m\nfilename=/dev/nvme0n1\n\n\
+             [r]\nrw=randread\niodepth=64\nio_size=2m\n\n[w]\nrw=write\nbs=4k\niodepth=16\nio_size=1m\n",
+        )
+        .unwrap();
+        iostack(
+            &d,
+            &[
+                "run",
+                "j.fio",
+                "--machine",
+                "nvme-2024",
+                "--kernel",
+                "6.x",
+                "--sched",
+                sched,
+                "--blktrace",
+                "t",
+                "--blkparse",
+                "t.txt",
+            ],
+        );
+        judge(&d);
+        let text = std::fs::read_to_string(d.join("t.txt")).unwrap();
+        for a in [" Q ", " G ", " P ", " U ", " D ", " C "] {
+            assert!(text.contains(a), "{sched}: no{a}");
+        }
+        assert!(!text.contains("  S  "), "{sched}: 6.x traces no sleep");
+        assert_eq!(text.contains(" I "), sched == "mq-deadline", "{sched}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -148,6 +148,10 @@ impl Device for FcLun {
     fn queue_depth(&self) -> u32 {
         self.p.queue_depth
     }
+    /// SCSI/ATA disk: the midlayer's budget is the device's queue depth.
+    fn dispatch_budget(&self) -> Option<u32> {
+        Some(self.p.queue_depth)
+    }
     fn rotational(&self) -> bool {
         true
     }

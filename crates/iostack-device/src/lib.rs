@@ -10,10 +10,12 @@ mod fixed;
 pub mod hdd;
 pub mod presets;
 pub mod raid0;
+pub mod ssd;
 
 pub use fixed::{Fixed, FixedParams};
 pub use presets::{DeviceSpec, PRESETS};
 pub use raid0::{Raid0, Raid0Params};
+pub use ssd::{Ssd, SsdParams};
 
 use iostack_core::Sector;
 use iostack_des::Instant;
@@ -60,7 +62,21 @@ pub trait Device {
     /// `QUEUE_ORDERED_DRAIN_FUA`); otherwise the block layer emulates FUA with a
     /// flush after the write.
     fn fua(&self) -> bool;
+    /// Commands the device takes at once per hardware queue (the tag set's
+    /// `queue_depth`); the whole device takes `queue_depth() * nr_hw_queues()`.
     fn queue_depth(&self) -> u32;
+    /// Hardware submission queues (blk-mq's `nr_hw_queues` before the CPU
+    /// count limits it): NVMe I/O queue pairs, 1 for SCSI/ATA and the
+    /// single-queue models.
+    fn nr_hw_queues(&self) -> u32 {
+        1
+    }
+    /// The SCSI midlayer's per-device dispatch budget (`scsi_mq_get_budget`:
+    /// `sdev->queue_depth` commands in flight), `None` for drivers without
+    /// one (NVMe, null_blk).
+    fn dispatch_budget(&self) -> Option<u32> {
+        None
+    }
     fn rotational(&self) -> bool;
     fn capacity_sectors(&self) -> u64;
     fn hw_limits(&self) -> HwLimits;

@@ -727,6 +727,10 @@ impl Device for Raid0 {
     fn queue_depth(&self) -> u32 {
         self.p.queue_depth.max(1)
     }
+    /// SCSI/ATA disk: the midlayer's budget is the device's queue depth.
+    fn dispatch_budget(&self) -> Option<u32> {
+        Some(self.p.queue_depth.max(1))
+    }
     fn rotational(&self) -> bool {
         true
     }

@@ -54,6 +54,13 @@ impl ElvRb {
         self.0.get(i).filter(|e| e.0 == sector).map(|&(_, r)| r)
     }
 
+    /// The first request starting at or after `sector` (mq-deadline's
+    /// `deadline_from_pos`).
+    pub fn ceiling(&self, sector: Sector) -> Option<RqId> {
+        let i = self.0.partition_point(|&e| e < (sector, RqId(0)));
+        self.0.get(i).map(|&(_, r)| r)
+    }
+
     /// `elv_rb_former_request`: the previous request in sector order.
     pub fn former(&self, key: Sector, rq: RqId) -> Option<RqId> {
         let i = self.pos(key, rq).unwrap_or_else(|i| i);
@@ -62,6 +69,10 @@ impl ElvRb {
 
     /// `elv_rb_latter_request`: the next request in sector order.
     pub fn latter(&self, key: Sector, rq: RqId) -> Option<RqId> {
+        // A streaming writer back-merges into the highest request: no search.
+        if self.0.last() == Some(&(key, rq)) {
+            return None;
+        }
         // As `range((key, rq)..).nth(1)`: the second entry from `(key, rq)` on.
         let i = self.pos(key, rq).unwrap_or_else(|i| i) + 1;
         self.0.get(i).map(|&(_, r)| r)

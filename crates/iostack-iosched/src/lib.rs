@@ -10,9 +10,10 @@ pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod elv_rb;
+pub mod mq_deadline;
 pub mod noop;
 
-use iostack_block::Elevator;
+use iostack_block::{Elevator, MqElevator};
 use iostack_core::{Profile, TunableDef, Tunables};
 
 /// One registered scheduler (`struct elevator_type` + `elv_register`).
@@ -26,8 +27,19 @@ pub struct SchedulerDesc {
     pub in_profile: fn(Profile) -> bool,
     /// `elevator_attrs`: its tunables (`iosched/NAME/...`).
     pub tunables: &'static [TunableDef],
-    /// `elevator_init_fn`, configured from the tunables.
-    pub build: fn(&Tunables) -> Box<dyn Elevator>,
+    /// `elevator_init_fn` / `init_sched`, configured from the tunables.
+    pub build: Build,
+}
+
+/// How a registered scheduler is built.
+#[derive(Clone, Copy)]
+pub enum Build {
+    /// A legacy single-queue elevator (`struct elevator_ops`).
+    Legacy(fn(&Tunables) -> Box<dyn Elevator>),
+    /// A blk-mq scheduler (`struct elevator_mq_ops`); `None` is `none`.
+    Mq(fn(&Tunables) -> Option<Box<dyn MqElevator>>),
+    /// In the kernel, not modelled here: refused with this reason.
+    NotModelled(&'static str),
 }
 
 impl std::fmt::Debug for SchedulerDesc {
@@ -45,6 +57,11 @@ fn legacy_2_6_to_4_x(p: Profile) -> bool {
     p > Profile::V2_4 && p < Profile::V6
 }
 
+/// The blk-mq schedulers: 5.0+ (the 6.x profile).
+fn blk_mq(p: Profile) -> bool {
+    p >= Profile::V6
+}
+
 /// Registered schedulers, in `elv_register` order of the kernels.
 pub const SCHEDULERS: &[SchedulerDesc] = &[
     SchedulerDesc {
@@ -53,7 +70,7 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer)",
         in_profile: legacy_2_6_to_4_x,
         tunables: &[],
-        build: |_| Box::new(noop::Noop::new()),
+        build: Build::Legacy(|_| Box::new(noop::Noop::new())),
     },
     SchedulerDesc {
         name: "deadline",
@@ -61,11 +78,11 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 4.20 (the legacy block layer; 5.0+ has blk-mq's mq-deadline)",
         in_profile: legacy_2_6_to_4_x,
         tunables: deadline::TUNABLES,
-        build: |t| {
+        build: Build::Legacy(|t| {
             Box::new(deadline::Deadline::new(
                 deadline::DeadlineConfig::from_tunables(t),
             ))
-        },
+        }),
     },
     SchedulerDesc {
         name: "anticipatory",
@@ -74,11 +91,11 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.0 to 2.6.32 (removed in 2.6.33)",
         in_profile: |p| p > Profile::V2_4 && p <= Profile::V2_6_32,
         tunables: anticipatory::TUNABLES,
-        build: |t| {
+        build: Build::Legacy(|t| {
             Box::new(anticipatory::Anticipatory::new(
                 anticipatory::AsConfig::from_tunables(t),
             ))
-        },
+        }),
     },
     SchedulerDesc {
         name: "cfq",
@@ -87,7 +104,52 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
         kernels: "2.6.6 to 4.20 (the default from 2.6.18)",
         in_profile: legacy_2_6_to_4_x,
         tunables: cfq::TUNABLES,
-        build: |t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t))),
+        build: Build::Legacy(|t| Box::new(cfq::Cfq::new(cfq::CfqConfig::from_tunables(t)))),
+    },
+    SchedulerDesc {
+        name: "none",
+        doc: "blk-mq without a scheduler: requests go from the plug or the software \
+              queues to the hardware queue, issued directly when possible (block/blk-mq.c)",
+        kernels: "5.0+ (blk-mq; 3.13 for blk-mq drivers)",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::Mq(|_| None),
+    },
+    SchedulerDesc {
+        name: "mq-deadline",
+        doc: "deadline for blk-mq: per priority level and direction a sector-sorted tree \
+              and a FIFO with expiry, batches, writes_starved, priority aging \
+              (block/mq-deadline.c, 6.x)",
+        kernels: "4.11+",
+        in_profile: blk_mq,
+        tunables: mq_deadline::TUNABLES,
+        build: Build::Mq(|t| {
+            Some(Box::new(mq_deadline::MqDeadline::new(
+                mq_deadline::DdConfig::from_tunables(t),
+            )))
+        }),
+    },
+    SchedulerDesc {
+        name: "bfq",
+        doc: "budget fair queueing (block/bfq-iosched.c): not modelled",
+        kernels: "4.12+",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::NotModelled(
+            "BFQ (B-WF2Q+ scheduling, budgets, idling and injection, weight raising) \
+             is not modelled yet; use none or mq-deadline",
+        ),
+    },
+    SchedulerDesc {
+        name: "kyber",
+        doc: "token-based latency targets (block/kyber-iosched.c): not modelled",
+        kernels: "4.12+",
+        in_profile: blk_mq,
+        tunables: &[],
+        build: Build::NotModelled(
+            "Kyber (token domains, latency histograms and adaptive depths) is not \
+             modelled yet; use none or mq-deadline",
+        ),
     },
 ];
 
@@ -96,9 +158,11 @@ pub fn find(name: &str) -> Option<&'static SchedulerDesc> {
     SCHEDULERS.iter().find(|s| s.name == name)
 }
 
-/// The schedulers a profile's kernel has.
+/// The modelled schedulers a profile's kernel has.
 pub fn available(p: Profile) -> impl Iterator<Item = &'static SchedulerDesc> {
-    SCHEDULERS.iter().filter(move |s| (s.in_profile)(p))
+    SCHEDULERS
+        .iter()
+        .filter(move |s| (s.in_profile)(p) && !matches!(s.build, Build::NotModelled(_)))
 }
 
 /// Every scheduler's tunable table.
@@ -116,9 +180,6 @@ fn not_in_profile(d: &SchedulerDesc, p: Profile) -> String {
     let what = if have.is_empty() {
         match p {
             Profile::V2_4 => "2.4's elevator_linus and elevator_noop are not modelled".to_string(),
-            Profile::V6 => "6.x has only blk-mq schedulers (none, mq-deadline, bfq, kyber), \
-                            which are not modelled"
-                .to_string(),
             _ => "no scheduler is modelled for it".to_string(),
         }
     } else {
@@ -143,6 +204,9 @@ pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String>
     if !(d.in_profile)(t.profile()) {
         return Err(not_in_profile(d, t.profile()));
     }
+    if let Build::NotModelled(why) = d.build {
+        return Err(format!("I/O scheduler '{name}': {why}"));
+    }
     for set in t.overridden() {
         if let Some(rest) = set.strip_prefix("iosched/") {
             let owner = rest.split('/').next().unwrap_or("");
@@ -158,10 +222,29 @@ pub fn check(name: &str, t: &Tunables) -> Result<&'static SchedulerDesc, String>
     Ok(d)
 }
 
-/// `elevator_get` by name, configured from the tunables, after [`check`].
+/// `elevator_get` by name for the single-queue block layer, configured from
+/// the tunables, after [`check`].
 pub fn by_name(name: &str, t: &Tunables) -> Result<Box<dyn Elevator>, String> {
     let d = check(name, t)?;
-    Ok((d.build)(t))
+    match d.build {
+        Build::Legacy(f) => Ok(f(t)),
+        _ => Err(format!(
+            "I/O scheduler '{name}' is a blk-mq scheduler; kernel {} has the single queue",
+            t.profile()
+        )),
+    }
+}
+
+/// `elevator_get` by name for blk-mq (`None` is `none`), after [`check`].
+pub fn mq_by_name(name: &str, t: &Tunables) -> Result<Option<Box<dyn MqElevator>>, String> {
+    let d = check(name, t)?;
+    match d.build {
+        Build::Mq(f) => Ok(f(t)),
+        _ => Err(format!(
+            "I/O scheduler '{name}' is a single-queue elevator; kernel {} has blk-mq",
+            t.profile()
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -188,7 +271,7 @@ mod tests {
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
         assert!(names(Profile::V2_4).is_empty());
-        assert!(names(Profile::V6).is_empty());
+        assert_eq!(names(Profile::V6), ["none", "mq-deadline"]);
     }
 
     #[test]
@@ -210,5 +293,12 @@ mod tests {
         assert!(e.contains("belongs to the cfq scheduler"), "{e}");
         assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
+        let e = mq_by_name("bfq", &t(Profile::V6, &[])).err().unwrap();
+        assert!(e.contains("not modelled"), "{e}");
+        let e = mq_by_name("kyber", &t(Profile::V6, &[])).err().unwrap();
+        assert!(e.contains("not modelled"), "{e}");
+        assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
+        let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();
+        assert!(e.contains("not in kernel 3.10"), "{e}");
     }
 }

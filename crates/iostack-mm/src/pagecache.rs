@@ -184,6 +184,18 @@ impl Vm {
         self.b_dirty.contains(&map) || self.b_io.contains(&map) || self.b_more_io.contains(&map)
     }
 
+    /// `invalidate_mapping_pages(mapping, start, end)` (mm/truncate.c), as
+    /// `POSIX_FADV_DONTNEED` and `invalidate_bdev` call it: drop the pages of
+    /// `[first, end)` that are clean, not under writeback and not locked; the
+    /// others stay. Returns the pages dropped. Their LRU runs stay queued and
+    /// free nothing when reclaim reaches them.
+    pub fn invalidate_mapping_pages(&mut self, map: u32, first: u64, end: u64) -> u64 {
+        let n = end.saturating_sub(first);
+        let freed = self.maps[map as usize].reclaim(first, n);
+        self.nr_cached -= freed;
+        freed
+    }
+
     pub fn note_cached(&mut self, map: u32, first: u64, n: u64) {
         self.nr_cached += n;
         self.lru.push_back((map, first, n));

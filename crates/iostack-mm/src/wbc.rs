@@ -54,6 +54,18 @@ impl Wbc {
         }
     }
 
+    /// `filemap_flush` of one mapping (`__filemap_fdatawrite` with
+    /// `WB_SYNC_NONE`, `nr_to_write = mapping->nrpages * 2`): start writeback of
+    /// the file's dirty pages without waiting for them, as `POSIX_FADV_DONTNEED`
+    /// does before dropping the cache.
+    pub fn for_flush(map: u32, nrpages: u64) -> Wbc {
+        Wbc {
+            nr_to_write: i64::try_from(nrpages.saturating_mul(2)).unwrap_or(i64::MAX),
+            sync_all: false,
+            ..Wbc::for_fsync(map)
+        }
+    }
+
     /// A `range_cyclic` pass of `nr` pages (background, kupdate, or a throttled
     /// dirtier's chunk); `nonblocking` gives up on a congested queue.
     pub fn cyclic(nr: u64, nonblocking: bool) -> Wbc {

@@ -13,18 +13,29 @@ use iostack_sim::{tunable_tables, SimConfig, Simulation};
 const IOS: u64 = 100_000;
 
 fn randread(machine_name: &str, sched: &str, ios: u64) -> SimConfig {
+    randread_at(machine_name, Profile::V2_6_33, sched, ios, 32)
+}
+
+/// 4 KiB random O_DIRECT reads through libaio at `iodepth` on a machine preset.
+fn randread_at(
+    machine_name: &str,
+    profile: Profile,
+    sched: &str,
+    ios: u64,
+    iodepth: u32,
+) -> SimConfig {
     let m = machine::preset(machine_name).expect("preset");
     let dev = format!("/dev/{}", m.disk_name);
     let region = 1u64 << 30;
     SimConfig {
-        tunables: Tunables::new(Profile::V2_6_33, &tunable_tables()),
+        tunables: Tunables::new(profile, &tunable_tables()),
         scheduler: sched.into(),
         seed: Seed(1),
         procs: vec![ProcSpec {
             pattern: Pattern::Random { norandommap: false },
             io_size: ios * 4096,
             engine: Engine::Async,
-            iodepth: 32,
+            iodepth,
             ..ProcSpec::direct_reader("fio", "randread", Target::Device { path: dev }, region)
         }],
         checks: false,
@@ -107,6 +118,22 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("null/noop/4k-randread-qd32", |b| {
         b.iter_batched(|| randread("null", "noop", IOS), run, BatchSize::LargeInput)
+    });
+    // The fixed-latency null device at QD128: the 2.6.33 single queue with
+    // noop next to 6.x blk-mq with none, in the same run.
+    g.bench_function("null/noop-sq/4k-randread-qd128", |b| {
+        b.iter_batched(
+            || randread_at("null", Profile::V2_6_33, "noop", IOS, 128),
+            run,
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("null/none-mq/4k-randread-qd128", |b| {
+        b.iter_batched(
+            || randread_at("null", Profile::V6, "none", IOS, 128),
+            run,
+            BatchSize::LargeInput,
+        )
     });
     g.throughput(Throughput::Elements(IOS / 10));
     g.bench_function("sata-2009/deadline/4k-randread-qd32", |b| {

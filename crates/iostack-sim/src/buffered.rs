@@ -15,6 +15,9 @@ use iostack_fs::mount::WritepageKind;
 use iostack_mm::{ondemand_readahead, RaWindow};
 use iostack_mm::{BufBio, Throttle};
 
+/// `force_page_cache_readahead`'s chunk: 2 MiB of pages at a time.
+const FORCE_RA_CHUNK: u64 = (2 << 20) / iostack_mm::PAGE_SIZE;
+
 impl Simulation {
     // ---------------------------------------------------------------- reads
 
@@ -26,6 +29,8 @@ impl Simulation {
             if self.drain_pending(TaskId(pi), now) {
                 return;
             }
+            // read_pages' blk_finish_plug, once the window's bios are out.
+            self.close_batch_plug(TaskId(pi), now);
             let p = &self.procs[pi as usize];
             let op = p.buf.expect("buffered op");
             let map = op.map;
@@ -45,9 +50,19 @@ impl Simulation {
             }
             let req = op.last.min(eof) - idx;
             if !m.present.get(idx) {
-                // page_cache_sync_readahead, then find_get_page again.
+                // page_cache_sync_readahead, then find_get_page again; with
+                // FMODE_RANDOM, force_page_cache_readahead of what is asked
+                // (in 2 MiB chunks, one window each here as there).
                 let mut ra = self.procs[pi as usize].ra;
-                let w = ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req);
+                let w = if self.procs[pi as usize].ra_random {
+                    Some(RaWindow {
+                        start: idx,
+                        size: req.min(FORCE_RA_CHUNK),
+                        async_size: 0,
+                    })
+                } else {
+                    ondemand_readahead(&mut ra, &self.vm.maps[map as usize], false, idx, req)
+                };
                 self.procs[pi as usize].ra = ra;
                 let w = w.unwrap_or(RaWindow {
                     start: idx,
@@ -121,6 +136,8 @@ impl Simulation {
     /// window's missing pages and queue bios over physically contiguous runs.
     fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
+        // read_pages: blk_start_plug (2.6.39+); finished when the bios are out.
+        self.open_batch_plug(task);
         let ino = self.vm.map_ino[map as usize];
         for (first, n) in runs {
             self.vm.note_cached(map, first, n);

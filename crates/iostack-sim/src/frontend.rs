@@ -662,6 +662,96 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     Ok(())
 }
 
+/// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
+/// in `pacing_fits`).
+fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
+    crate::workload::ThinkTime {
+        think: Duration(j.thinktime_ns),
+        spin: Duration(j.thinktime_spin_ns),
+        blocks: u64::from(j.thinktime_blocks),
+        issue_side: j.thinktime_blocks_issue,
+    }
+}
+
+/// fio's rate per direction, as `__setup_rate` sets `rate_bps`: `rate` if
+/// given, else `rate_iops` times the direction's `min_bs`.
+fn rate_of(
+    j: &iostack_workload::JobSpec,
+    at: &JobAt,
+) -> Result<[crate::workload::RateLimit; 2], SimError> {
+    let one = |rate: u64, iops: u64, min_bs: u64| {
+        let bps = if rate > 0 {
+            Some(rate)
+        } else {
+            iops.checked_mul(min_bs)
+        };
+        bps.map(|bps| crate::workload::RateLimit {
+            bps,
+            iops,
+            poisson: j.rate_poisson,
+        })
+        .ok_or_else(|| {
+            at.err(
+                Some("rate_iops"),
+                "rate_iops times the block size overflows 64 bits".into(),
+            )
+        })
+    };
+    Ok([
+        one(j.rate.read, j.rate_iops.read, j.min_bs.read)?,
+        one(j.rate.write, j.rate_iops.write, j.min_bs.write)?,
+    ])
+}
+
+/// The parts of fio's pacing that are not simulated: `rate_process=poisson`,
+/// a rate on a read/write mix (`rate_ddir` switches direction when one is
+/// ahead), and a spin longer than the think time (fio's `usec_sleep` of a
+/// negative `left`).
+fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let rated = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
+    if rated && j.rate_poisson {
+        let msg = "rate_process=poisson is not modelled yet".to_string();
+        return Err(at.err(Some("rate_process"), msg));
+    }
+    let mixed = j.rw.kind.reads() && j.rw.kind.writes();
+    if rated && mixed {
+        let msg = "rate with a read/write mix (rate_ddir's direction switching) is not \
+                   modelled yet"
+            .to_string();
+        let option = if j.rate.read | j.rate.write != 0 {
+            "rate"
+        } else {
+            "rate_iops"
+        };
+        return Err(at.err(Some(option), msg));
+    }
+    if j.thinktime_spin_ns > j.thinktime_ns {
+        let msg = format!(
+            "thinktime_spin ({} us) longer than thinktime ({} us): fio would sleep a \
+             negative time",
+            j.thinktime_spin_ns / 1000,
+            j.thinktime_ns / 1000
+        );
+        return Err(at.err(Some("thinktime_spin"), msg));
+    }
+    Ok(())
+}
+
+/// The advice fio's `td_io_open_file` gives the file: with `fadvise_hint=1`
+/// (`F_ADV_TYPE`), `POSIX_FADV_RANDOM` when `td_random(td)`, else
+/// `POSIX_FADV_SEQUENTIAL`.
+fn fadvise_of(j: &iostack_workload::JobSpec) -> crate::workload::Fadvise {
+    use crate::workload::Fadvise;
+    use iostack_workload::FadviseHint;
+    match j.fadvise_hint {
+        FadviseHint::None => Fadvise::Normal,
+        FadviseHint::Random => Fadvise::Random,
+        FadviseHint::Sequential => Fadvise::Sequential,
+        FadviseHint::Type if j.rw.kind.is_random() => Fadvise::Random,
+        FadviseHint::Type => Fadvise::Sequential,
+    }
+}
+
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
@@ -680,6 +770,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
+        pacing_fits(j, &at)?;
         varied_sizes_fit(j, &at)?;
         if j.time_based && j.runtime_ns == 0 {
             let msg =
@@ -732,6 +823,10 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                     (j.min_bs.write, j.max_bs.write),
                 ],
                 bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
+                invalidate: j.invalidate,
+                fadvise: fadvise_of(j),
+                think: think_of(j),
+                rate: rate_of(j, &at)?,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
             out.meta.push(Some(JobMeta {

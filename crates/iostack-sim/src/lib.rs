@@ -13,6 +13,8 @@ mod jbd;
 mod kblockd;
 mod lazyinit;
 pub mod machine;
+mod open;
+mod pace;
 mod plug;
 mod runend;
 mod startq;
@@ -34,7 +36,23 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
     let mut s = String::new();
     s.push_str(&cfg.machine.canonical());
     s.push('\n');
-    s.push_str(&cfg.tunables.canonical());
+    // A scheduler's tunables enter the hash only on kernels with its kind of
+    // block layer (legacy elevators on the single queue, blk-mq schedulers on
+    // blk-mq), so adding one kind's tunables keeps the other's hashes.
+    let sq = cfg.tunables.profile().single_queue();
+    for line in cfg.tunables.canonical().lines() {
+        let owner = line
+            .strip_prefix("iosched/")
+            .and_then(|r| r.split('/').next())
+            .and_then(iostack_iosched::find);
+        let mq = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Mq(_)));
+        let legacy = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Legacy(_)));
+        if (sq && mq) || (!sq && legacy) {
+            continue;
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
     s.push_str(&cfg.scheduler);
     s.push('\n');
     for p in &cfg.procs {

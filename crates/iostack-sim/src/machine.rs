@@ -135,6 +135,11 @@ pub const MACHINES: &[(&str, &str)] = &[
         "null block device nullb0 (1 us per command, depth 256), ext2 on the whole disk, \
          2 CPUs",
     ),
+    (
+        "nvme-2024",
+        "a datacenter NVMe SSD (nvme-pm9a3 preset) as nvme0n1, ext4 on nvme0n1p1, 8 CPUs \
+         (8 hardware queues), 16 GiB of memory, scheduler none; for the 6.x profile",
+    ),
 ];
 
 fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
@@ -177,9 +182,42 @@ fn unknown_device(name: &str) -> MachineErrorKind {
     }
 }
 
+/// The scheduler a run gets without `--sched`: the machine's, or on a blk-mq
+/// kernel whose machine names a legacy elevator the kernel's own default
+/// (6.x `elevator_get_default`: mq-deadline for a device with one hardware
+/// queue, none for several).
+pub fn default_scheduler(m: &Machine, profile: iostack_core::Profile) -> String {
+    let has = iostack_iosched::find(&m.scheduler).is_some_and(|d| (d.in_profile)(profile));
+    if profile.single_queue() || has {
+        return m.scheduler.clone();
+    }
+    let dev = m
+        .device
+        .build(iostack_des::Rng::stream(iostack_des::Seed(0), "device"));
+    if dev.nr_hw_queues() == 1 {
+        "mq-deadline"
+    } else {
+        "none"
+    }
+    .to_string()
+}
+
 /// A preset machine by name.
 pub fn preset(name: &str) -> Result<Machine, MachineError> {
     match name {
+        "nvme-2024" => {
+            let mut m = base(name, "nvme-pm9a3")?;
+            m.disk_name = "nvme0n1".into();
+            m.disk = DevT::new(259, 0);
+            m.partition = Some((1, 2048));
+            m.fs = FsKind::Ext4;
+            m.cpus = 8;
+            m.mem_bytes = 16 << 30;
+            m.mem_unavailable_bytes = 1 << 30;
+            // elevator_get_default: none for a device with several queues.
+            m.scheduler = "none".into();
+            Ok(m)
+        }
         "s390-ess" => {
             let mut m = base(name, "ess-dasd")?;
             m.disk_name = "dasdc".into();

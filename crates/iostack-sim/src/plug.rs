@@ -34,6 +34,24 @@ impl Simulation {
         }
     }
 
+    /// A batch path starts: `read_pages` and, from 2.6.39, every `->writepages`
+    /// (`generic_writepages`, `mpage_writepages`, `ext4_da_writepages`) take a
+    /// plug around their submissions. Before 2.6.39 the queue ignores it.
+    pub(crate) fn open_batch_plug(&mut self, task: TaskId) {
+        if !self.tasks.get(task).batch_plug {
+            self.tasks.get_mut(task).batch_plug = true;
+            self.start_plug(task);
+        }
+    }
+
+    /// The batch's bios are all submitted: its `blk_finish_plug`.
+    pub(crate) fn close_batch_plug(&mut self, task: TaskId, now: Instant) {
+        if self.tasks.get(task).batch_plug {
+            self.tasks.get_mut(task).batch_plug = false;
+            self.finish_plug(task, now);
+        }
+    }
+
     /// `task` will wait for its I/O and kicks the device first
     /// (`blk_run_address_space`, `blk_run_backing_dev` from `sync_page`).
     pub(crate) fn unplug(&mut self, task: TaskId, now: Instant) {

@@ -73,6 +73,9 @@ pub(crate) struct Task {
     /// Only the outermost reaches the block queue (`blk_start_plug` ignores a
     /// nested plug, `blk_finish_plug` flushes only the task's own).
     pub plugs: u32,
+    /// The task holds the plug of a batch path (`read_pages`, `->writepages`),
+    /// finished once the batch's bios are submitted (`Simulation::close_batch_plug`).
+    pub batch_plug: bool,
 }
 
 impl Task {
@@ -108,6 +111,7 @@ impl Tasks {
             cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
             plugs: 0,
+            batch_plug: false,
         });
         let id = TaskId(self.v.len() as u32 - 1);
         if let TaskKind::KernelThread(k) = kind {

@@ -27,6 +27,39 @@ pub enum Engine {
     Async,
 }
 
+/// The `posix_fadvise` advice a process gives its file at open (fio's
+/// `fadvise_hint`, given in `td_io_open_file`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fadvise {
+    /// None given (`POSIX_FADV_NORMAL` is the state of a new open file).
+    Normal,
+    /// `POSIX_FADV_RANDOM`: no readahead (`f_ra.ra_pages = 0` before 2.6.34,
+    /// `FMODE_RANDOM` after).
+    Random,
+    /// `POSIX_FADV_SEQUENTIAL`: twice the device's readahead window.
+    Sequential,
+}
+
+/// fio's `thinktime` options: after every `blocks` I/Os (completed, or issued
+/// with `thinktime_blocks_type=issue`), wait for the I/Os in flight, spin
+/// `spin`, then sleep the rest of `think` (backend.c `handle_thinktime`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThinkTime {
+    pub think: Duration,
+    pub spin: Duration,
+    pub blocks: u64,
+    pub issue_side: bool,
+}
+
+/// fio's rate limit of one direction (`rate`/`rate_iops`), in bytes per second
+/// or I/Os per second; `poisson` for `rate_process=poisson`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateLimit {
+    pub bps: u64,
+    pub iops: u64,
+    pub poisson: bool,
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -88,6 +121,15 @@ pub struct ProcSpec {
     pub bs_range: [(u64, u64); 2],
     /// Per direction: fio's `bssplit` entries (size, percentage), in fio's order.
     pub bssplit: [Vec<(u64, u64)>; 2],
+    /// fio's `thinktime` (zero `think`: none).
+    pub think: ThinkTime,
+    /// Per direction (read, write): fio's `rate`/`rate_iops` (zero: none).
+    pub rate: [RateLimit; 2],
+    /// Drop the file's cached pages at open (fio's `invalidate`,
+    /// `file_invalidate_cache`).
+    pub invalidate: bool,
+    /// The advice given at open (fio's `fadvise_hint`).
+    pub fadvise: Fadvise,
     /// Start only once the processes `[a, b)` are done: the next step of one
     /// program that several processes carry out in turn (fs_mark's file after
     /// file, a new iteration after the last), where `stonewall` would wait for
@@ -125,6 +167,19 @@ impl std::fmt::Debug for ProcSpec {
             .field("fsync_every", &self.fsync_every);
         if let Some(a) = &self.after {
             d.field("after", a);
+        }
+        if self.think.think != Duration::ZERO {
+            d.field("think", &self.think);
+        }
+        if self.rate != [RateLimit::default(); 2] {
+            d.field("rate", &self.rate);
+        }
+        // fio's invalidate and fadvise_hint, for buffered processes, where
+        // they change the requests (a direct process's requests do not depend
+        // on the readahead state, and its file's cache is usually empty).
+        if !self.direct && (self.invalidate || self.fadvise != Fadvise::Normal) {
+            d.field("invalidate", &self.invalidate)
+                .field("fadvise", &self.fadvise);
         }
         // Likewise the fields of fio's number_ios, bsrange and bssplit, only
         // when they change the workload.
@@ -169,6 +224,10 @@ impl ProcSpec {
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],
+            invalidate: false,
+            fadvise: Fadvise::Normal,
+            think: ThinkTime::default(),
+            rate: [RateLimit::default(); 2],
             after: None,
         }
     }

@@ -100,7 +100,7 @@ pub(crate) struct BufOp {
 
 /// Where a process's I/O lands.
 #[derive(Clone, Copy, Debug)]
-enum Backing {
+pub(crate) enum Backing {
     /// A file of the mounted file system (inode number).
     File(u32),
     /// A raw device node: the disk or the partition.
@@ -121,7 +121,7 @@ struct Slot {
 
 pub(crate) struct Proc {
     pub(crate) spec: ProcSpec,
-    backing: Backing,
+    pub(crate) backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
     /// fio's `bsrange_state`: the draws of `get_next_buflen`.
@@ -135,12 +135,12 @@ pub(crate) struct Proc {
     seq_next: u64,
     bytes_issued: u64,
     /// I/Os issued (fio's `io_blocks` + queued + in flight, as `exceeds_number_ios`).
-    ios_issued: u64,
-    start: Instant,
+    pub(crate) ios_issued: u64,
+    pub(crate) start: Instant,
     end: Option<Instant>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    inflight: u32,
+    pub(crate) inflight: u32,
     submitting: Option<(u32, usize)>,
     pub(crate) result: ProcResult,
     // Buffered I/O.
@@ -164,6 +164,16 @@ pub(crate) struct Proc {
     pub(crate) jflush: bool,
     /// The fsync in progress is an fdatasync.
     pub(crate) datasync: bool,
+    /// fio's think time and rate state.
+    pub(crate) pace: crate::pace::Pace,
+    /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
+    pub(crate) opened: bool,
+    /// `FMODE_RANDOM` (2.6.34+'s `POSIX_FADV_RANDOM`): reads read what they ask.
+    pub(crate) ra_random: bool,
+    /// The open's cache invalidation waits for its flush job to end.
+    pub(crate) invalidate_pending: bool,
+    /// The task's writeback job is a `filemap_flush`: no wait at its end.
+    pub(crate) fsync_nowait: bool,
 }
 
 pub struct Simulation {
@@ -262,6 +272,33 @@ fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     }
 }
 
+/// The profile's block layer over the device: the 2.6.28-2.6.38 single queue,
+/// or blk-mq for 6.x (`queue/nr_requests` as the kernel sizes it unless set).
+fn build_queue(
+    cfg: &SimConfig,
+    qcfg: &QueueConfig,
+    dev: Box<dyn iostack_device::Device>,
+) -> Result<Box<dyn BlockQueue>, SimError> {
+    let t = &cfg.tunables;
+    if t.profile().single_queue() {
+        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
+        return Ok(Box::new(RequestQueue::new(qcfg.clone(), elv, dev)));
+    }
+    let elv = iostack_iosched::mq_by_name(&cfg.scheduler, t).map_err(SimError)?;
+    if dev.write_cache() {
+        return Err(SimError(format!(
+            "kernel {}: device '{}' has a volatile write cache, and blk-mq's flush \
+             sequencing (blk_insert_flush) is not modelled yet",
+            t.profile(),
+            cfg.machine.device_preset
+        )));
+    }
+    let set = t.overridden().contains(&"queue/nr_requests");
+    let nr = set.then(|| t.get_u64("queue/nr_requests") as u32);
+    let mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);
+    Ok(Box::new(iostack_block::MqQueue::new(mcfg, elv, dev)))
+}
+
 impl Simulation {
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
         let m = &cfg.machine;
@@ -288,8 +325,7 @@ impl Simulation {
         let _ = fs_start;
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
-        let elv = iostack_iosched::by_name(&cfg.scheduler, t).map_err(SimError)?;
-        let mut queue: Box<dyn BlockQueue> = Box::new(RequestQueue::new(qcfg.clone(), elv, dev));
+        let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors)?;
         let jbd = crate::jbd::build(&*fs, t)?;
@@ -533,6 +569,11 @@ impl Simulation {
                 jwait: false,
                 jflush: false,
                 datasync: false,
+                pace: Default::default(),
+                opened: false,
+                ra_random: false,
+                invalidate_pending: false,
+                fsync_nowait: false,
                 spec,
             });
             let map = match backing {
@@ -770,26 +811,18 @@ impl Simulation {
     /// One step of process `pi`: submit the next bio of the I/O being submitted,
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
+        if !self.procs[pi as usize].opened {
+            // A writeback job it starts runs below, before the first I/O.
+            self.open_file(pi);
+        }
+        if self.fsync_pending(pi, now) {
+            return;
+        }
         if !self.procs[pi as usize].spec.direct {
             if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
                 return;
             }
             let p = &self.procs[pi as usize];
-            if p.jwait {
-                self.fsync_journal_step(pi, now);
-                return;
-            }
-            if p.fsync.is_some() {
-                if self.fsync_step(pi, now) {
-                    self.fsync_done(pi, now);
-                }
-                return;
-            }
-            if p.fsync_waiting {
-                self.procs[pi as usize].fsync_waiting = false;
-                self.fsync_done(pi, now);
-                return;
-            }
             match p.buf.map(|b| b.dir) {
                 Some(Dir::Read) => self.buffered_read_step(pi, now),
                 Some(Dir::Write) => self.buffered_write_step(pi, now),
@@ -880,10 +913,13 @@ impl Simulation {
 
     fn issue_next(&mut self, pi: u32, now: Instant) {
         let depth = self.procs[pi as usize].result.iodepth;
-        let p = &self.procs[pi as usize];
         if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
             return;
         }
+        if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
+            return;
+        }
+        let p = &self.procs[pi as usize];
         if !self.has_work(p, now) {
             if p.inflight == 0 {
                 self.finish_proc(pi, now);
@@ -907,18 +943,32 @@ impl Simulation {
         } else {
             Dir::Write
         };
+        if self.rate_wait(pi, dir, now) {
+            return;
+        }
+        let p = &mut self.procs[pi as usize];
         let (bs, rel, len) = if p.spec.varies(dir) {
             next_varied_io(p, dir)
         } else {
             let bs = p.spec.bs[dir as usize];
             (bs, 0, bs)
         };
+        let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
+        if seq && p.seq_next + bs > p.spec.region {
+            p.seq_next = 0; // wrap for another pass
+                            // get_next_seq_offset: a time_based job back at its start drops
+                            // the file's cache (loop_cache_invalidate).
+            let s = &p.spec;
+            let drop_cache = s.time_based && s.invalidate && !s.direct;
+            if drop_cache && self.loop_invalidate(pi, now) {
+                // The flush runs first; this I/O is chosen again after.
+                return;
+            }
+        }
+        let p = &mut self.procs[pi as usize];
         let rel = match p.spec.pattern {
             _ if p.spec.varies(dir) => rel,
             Pattern::Sequential => {
-                if p.seq_next + bs > p.spec.region {
-                    p.seq_next = 0; // wrap for another pass
-                }
                 let r = p.seq_next;
                 p.seq_next += bs;
                 r
@@ -936,6 +986,8 @@ impl Simulation {
         let offset = p.spec.offset + rel;
         p.bytes_issued += len;
         p.ios_issued += 1;
+        self.rate_issued(pi, dir, len);
+        let p = &mut self.procs[pi as usize];
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {
@@ -1137,21 +1189,49 @@ impl Simulation {
 
     /// fsync's `filemap_write_and_wait` is done: the file system's `->fsync`
     /// (`ext3_sync_file`: the journal commit or a cache flush), then go on.
-    fn fsync_done(&mut self, pi: u32, now: Instant) {
+    /// fio's open-time flush (`invalidate`) is no fsync and goes on at once.
+    pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
-        if let Backing::File(ino) = self.procs[pi as usize].backing {
-            let datasync = self.procs[pi as usize].datasync;
-            if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
-                self.procs[pi as usize].jwait = true;
-                return;
+        if !self.procs[pi as usize].invalidate_pending {
+            if let Backing::File(ino) = self.procs[pi as usize].backing {
+                let datasync = self.procs[pi as usize].datasync;
+                if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
+                    self.procs[pi as usize].jwait = true;
+                    return;
+                }
             }
         }
         self.fsync_finished(pi, now);
     }
 
+    /// A step of the task's fsync (or open-time flush) if one is under way:
+    /// returns whether there was one.
+    fn fsync_pending(&mut self, pi: u32, now: Instant) -> bool {
+        let p = &self.procs[pi as usize];
+        if p.jwait {
+            self.fsync_journal_step(pi, now);
+            return true;
+        }
+        if p.fsync.is_some() {
+            if self.fsync_step(pi, now) {
+                self.fsync_done(pi, now);
+            }
+            return true;
+        }
+        if p.fsync_waiting {
+            self.procs[pi as usize].fsync_waiting = false;
+            self.fsync_done(pi, now);
+            return true;
+        }
+        false
+    }
+
     /// fsync returned: go on with the job, or end it.
     fn fsync_finished(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
+        if self.procs[pi as usize].invalidate_pending {
+            self.invalidate_now(pi);
+        }
         self.issue_next(pi, now);
     }
 

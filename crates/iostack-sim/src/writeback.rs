@@ -117,6 +117,10 @@ impl Simulation {
                 let job = self.procs[pi as usize].fsync.take().unwrap();
                 let map = job.wbc.only_map.unwrap();
                 self.unplug(TaskId(pi), now);
+                if std::mem::take(&mut self.procs[pi as usize].fsync_nowait) {
+                    // filemap_flush: the pages are under writeback; no wait.
+                    return true;
+                }
                 if self.vm.fdatawait(TaskId(pi), map) {
                     self.tasks.block(TaskId(pi), Blocked::OnPage);
                     self.procs[pi as usize].fsync_waiting = true;
@@ -219,8 +223,10 @@ impl Simulation {
         if self.drain_pending(task, now) {
             return WbStep::Sleep;
         }
+        self.end_writepages_plug(task, now);
         match self.wb_job_step(task, now) {
             JobStep::PassDone => {
+                self.end_writepages_plug(task, now);
                 // The pass is over: kick the queue so plugged I/O goes out.
                 self.unplug(task, now);
                 WbStep::Finished
@@ -230,7 +236,11 @@ impl Simulation {
                 WbStep::Sleep
             }
             JobStep::Ran(cost) => {
-                if self.drain_pending(task, now) || self.page_lock_wait(task) {
+                if self.drain_pending(task, now) {
+                    return WbStep::Sleep;
+                }
+                self.end_writepages_plug(task, now);
+                if self.page_lock_wait(task) {
                     return WbStep::Sleep;
                 }
                 WbStep::Continue(Duration(cost.max(1)))
@@ -249,6 +259,10 @@ impl Simulation {
         };
         let max_pages = (self.bio_limits.max_sectors as u64 / 8).max(1);
         let mut job = self.take_job(task);
+        if job.cur.is_none() {
+            // do_writepages on the next inode: its ->writepages plugs.
+            self.open_batch_plug(task);
+        }
         let mut fs = FsWriteback::new(&mut *self.fs, max_pages);
         let step = self.vm.writeback_step(&mut job, caller, &mut fs);
         *self.job_of(task) = job;
@@ -268,6 +282,14 @@ impl Simulation {
             }
         }
         self.vm.wb_out = out;
+    }
+
+    /// `->writepages` returned (no inode open) and its bios are out: the
+    /// plug it took ends.
+    fn end_writepages_plug(&mut self, task: TaskId, now: Instant) {
+        if self.job_of(task).cur.is_none() {
+            self.close_batch_plug(task, now);
+        }
     }
 
     /// Take a task's writeback job out of its place (put it back with

@@ -28,9 +28,8 @@ fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
 #[test]
 fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
-        "rate=1m",
-        "rate_iops=1000",
-        "thinktime=100",
+        "rate_min=1m",
+        "thinktime_iotime=1",
         "blockalign=8k",
         "random_distribution=zipf:1.2",
         "percentage_random=50",
@@ -69,7 +68,8 @@ fn options_that_change_the_io_are_refused_at_their_line() {
 
 #[test]
 fn every_refused_option_is_reported_in_one_run() {
-    let text = "[global]\nrate_iops=100\n[a]\nsize=1m\nthinktime=2\n[b]\nsize=1m\nverify=md5\n";
+    let text =
+        "[global]\nrate_iops_min=100\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nverify=md5\n";
     let (msg, line, _) = refuse(text);
     assert_eq!(line, Some(2), "{msg}");
     for needle in [
@@ -152,11 +152,19 @@ fn non_default_value(d: &iostack_workload::OptDef) -> Option<String> {
 
 /// I/Os the single process of a job did (reads and writes).
 fn ios_of(text: &str) -> u64 {
+    let r = run_on(text, "2.6.32");
+    let p = r.procs.last().unwrap();
+    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
+    p.dirs[0].ios + p.dirs[1].ios
+}
+
+/// Run a job file on the test machine with a kernel profile.
+fn run_on(text: &str, profile: &str) -> iostack_sim::stats::RunResult {
     use iostack_sim::{tunable_tables, SimConfig, Simulation};
     let m = machine();
     let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
     let tunables = iostack_core::Tunables::new(
-        iostack_core::Profile::parse("2.6.32").unwrap(),
+        iostack_core::Profile::parse(profile).unwrap(),
         &tunable_tables(),
     );
     let cfg = SimConfig {
@@ -168,10 +176,68 @@ fn ios_of(text: &str) -> u64 {
         checks: true,
         until: None,
     };
-    let (r, _) = Simulation::new(cfg).unwrap().run();
-    let p = r.procs.last().unwrap();
-    BYTES.with(|b| b.set(p.dirs[0].bytes + p.dirs[1].bytes));
-    p.dirs[0].ios + p.dirs[1].ios
+    Simulation::new(cfg).unwrap().run().0
+}
+
+/// Page-cache bios of a job: (bios queued, bytes queued).
+fn bios_of(text: &str, profile: &str) -> (u64, u64) {
+    let q = run_on(text, profile).queue;
+    (q.bios_queued, q.bytes_queued)
+}
+
+/// fio's default `fadvise_hint=1` gives a random job `POSIX_FADV_RANDOM`: up to
+/// 2.6.33 no readahead at all, each 16 KiB read is four one-page `->readpage`
+/// bios; from 2.6.34 (`FMODE_RANDOM`) each read reads just its 16 KiB. Without
+/// the hint, the kernel's small-random-read path reads 16 KiB as one window too.
+/// A sequential job gets `POSIX_FADV_SEQUENTIAL`: twice the readahead window,
+/// so fewer, larger bios.
+#[test]
+fn fadvise_hint_sets_the_readahead_of_the_open_file() {
+    let rand = "[j]\nrw=randread\nbs=16k\nsize=16m\nnorandommap\nnumber_ios=100\n";
+    // Every bio one page; a few pages were cached by an earlier read.
+    let (bios, bytes) = bios_of(rand, "2.6.32");
+    assert_eq!(bytes, bios * 4096, "2.6.32, POSIX_FADV_RANDOM");
+    assert!(bios > 350, "2.6.32: {bios} one-page bios for 400 pages");
+    let (bios, bytes) = bios_of(rand, "2.6.37");
+    assert!(
+        bytes <= 100 * 16384 && bytes > bios * 4096,
+        "2.6.37, FMODE_RANDOM"
+    );
+    assert!(bios < 200, "2.6.37: {bios} bios for 100 reads");
+    let (bios, _) = bios_of(&format!("{rand}fadvise_hint=0\n"), "2.6.32");
+    assert!(bios < 200, "no hint: {bios} bios for 100 reads");
+    let seq = "[j]\nrw=read\nbs=4k\nsize=8m\n";
+    let (hinted, hb) = bios_of(seq, "2.6.32");
+    let (plain, pb) = bios_of(&format!("{seq}fadvise_hint=0\n"), "2.6.32");
+    assert_eq!((hb, pb), (8 << 20, 8 << 20));
+    assert!(hinted < plain, "SEQUENTIAL: {hinted} bios, NORMAL: {plain}");
+}
+
+/// fio's default `invalidate=1` drops the file's cache at open
+/// (`POSIX_FADV_DONTNEED`): a reader after a writer of the same file reads it
+/// from the disk; with `invalidate=0` it finds every page cached.
+#[test]
+fn invalidate_drops_the_cache_at_open() {
+    let job = |inv: u32| {
+        format!(
+            "[global]\nfilename=f\nbs=64k\nsize=4m\n[w]\nrw=write\nend_fsync=1\n\
+             [r]\nstonewall\nrw=read\ninvalidate={inv}\n"
+        )
+    };
+    let reads = |inv| run_on(&job(inv), "2.6.32").queue.read_ios;
+    assert_eq!(
+        reads(0),
+        0,
+        "invalidate=0: the pages the writer left are read"
+    );
+    assert!(reads(1) > 0, "invalidate=1: the reader goes to the disk");
+    // Without end_fsync the writer leaves dirty pages: the open's
+    // filemap_flush starts their writeback, and invalidate_mapping_pages
+    // keeps the pages under writeback, so the reader finds them cached.
+    let dirty = job(1).replace("end_fsync=1", "end_fsync=0");
+    let r = run_on(&dirty, "2.6.32");
+    assert_eq!(r.vm.wb_pages.dirtier, 1024, "{:?}", r.vm.wb_pages);
+    assert_eq!(r.queue.read_ios, 0);
 }
 
 /// `number_ios=100` issues exactly 100 I/Os (fio's `exceeds_number_ios`), for a
@@ -245,4 +311,101 @@ fn bsrange_follows_fios_formula() {
     assert_eq!(bytes % 4096, 0);
     let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
     assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
+}
+
+/// Run a job on the `null` machine (a device with a fixed service time, so
+/// that pacing is the only thing that moves the clock much).
+fn run_null(text: &str) -> iostack_sim::stats::RunResult {
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine::preset("null").unwrap();
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    Simulation::new(cfg).unwrap().run().0
+}
+
+/// Run time of the last process of a job, in ns.
+fn run_ns(text: &str) -> (u64, u64) {
+    let r = run_null(text);
+    let p = r.procs.last().unwrap();
+    (p.end.since(p.start).as_ns(), p.dirs[0].ios + p.dirs[1].ios)
+}
+
+/// `rate_iops=1000` for 2 s issues 2,000 I/Os within 1% (fio's `rate_ddir`
+/// sleeps until `usec_for_io` says the bytes issued are due), for a sync and
+/// an async engine; `rate=` in bytes gives the same for 4 KiB blocks.
+#[test]
+fn rate_iops_issues_the_rate_asked() {
+    let base = "[j]\nrw=randread\nbs=4k\nsize=64m\ndirect=1\ntime_based\nruntime=2s\n";
+    for extra in [
+        "rate_iops=1000",
+        "rate=4000k",
+        "ioengine=libaio\niodepth=4\nrate_iops=1000",
+    ] {
+        let (_, ios) = run_ns(&format!("{base}{extra}\n"));
+        assert!((1980..=2020).contains(&ios), "{extra}: {ios} I/Os in 2 s");
+    }
+    let (_, free) = run_ns(base);
+    assert!(free > 4_000, "without a rate: {free} I/Os");
+    // A rate on a read/write mix is refused, not ignored.
+    let (msg, _, option) = refuse("[j]\nrw=randrw\nsize=1m\nrate_iops=100\n");
+    assert_eq!(option.as_deref(), Some("rate_iops"), "{msg}");
+}
+
+/// `thinktime=1000` (µs) with `thinktime_blocks=10`: after every 10th completed
+/// I/O the job sleeps 1 ms (fio's `handle_thinktime`), so 100 I/Os take 10 ms
+/// more than without; `thinktime_spin` is part of the think time, not added.
+#[test]
+fn thinktime_sleeps_after_every_n_blocks() {
+    let base = "[j]\nrw=read\nbs=4k\nsize=4m\ndirect=1\nnumber_ios=100\n";
+    let (plain, n) = run_ns(base);
+    assert_eq!(n, 100);
+    let think = format!("{base}thinktime=1000\nthinktime_blocks=10\n");
+    let (thought, n) = run_ns(&think);
+    assert_eq!(n, 100);
+    assert_eq!(thought - plain, 10 * 1_000_000, "{plain} vs {thought}");
+    let (spun, _) = run_ns(&format!("{think}thinktime_spin=400\n"));
+    assert_eq!(spun, thought);
+    // Counting issued I/Os with an async engine: the queue drains at each
+    // think time, so the job takes longer than the sum of the sleeps alone.
+    let aio = format!("{base}ioengine=libaio\niodepth=8\n");
+    let (plain, _) = run_ns(&aio);
+    let (thought, _) = run_ns(&format!(
+        "{aio}thinktime=1000\nthinktime_blocks=10\nthinktime_blocks_type=issue\n"
+    ));
+    assert!(thought >= plain + 10 * 1_000_000, "{plain} vs {thought}");
+}
+
+/// A time_based sequential job that wraps to its start drops the file's cache
+/// again (fio's `get_next_seq_offset` → `loop_cache_invalidate`): with
+/// `invalidate=1` every pass reads from the disk, with `invalidate=0` only the
+/// first does.
+#[test]
+fn time_based_wrap_drops_the_cache() {
+    let job = |inv: u32| {
+        format!("[j]\nrw=read\nbs=64k\nsize=1m\ntime_based\nruntime=200ms\ninvalidate={inv}\n")
+    };
+    let r = run_null(&job(1));
+    let done = r.procs[0].dirs[0].bytes;
+    assert!(done > 4 << 20, "{done} bytes read in 200 ms");
+    // Readahead may read a little past the last pass's end.
+    assert!(
+        r.queue.bytes_queued >= done,
+        "{} < {done}",
+        r.queue.bytes_queued
+    );
+    let r = run_null(&job(0));
+    assert!(r.procs[0].dirs[0].bytes > 4 << 20);
+    assert_eq!(r.queue.bytes_queued, 1 << 20, "one pass from the disk");
 }

@@ -72,7 +72,7 @@ pub use number::{
 pub use options::{OptDef, OptKind, Scope, ValueType};
 pub use showcmd::showcmd;
 pub use spec::{
-    Amount, Fallocate, IoEngine, JobSpec, PerDir, RandomDistribution, RandomGenerator, RwKind,
-    RwMode, RwModifier, RwSequencer, SyncMode,
+    Amount, FadviseHint, Fallocate, IoEngine, JobSpec, PerDir, RandomDistribution, RandomGenerator,
+    RwKind, RwMode, RwModifier, RwSequencer, SyncMode,
 };
 pub use state::{BsSplit, ZoneSplit};

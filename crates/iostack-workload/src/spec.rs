@@ -278,6 +278,21 @@ pub enum SyncMode {
     Dsync,
 }
 
+/// `fadvise_hint=`: the `posix_fadvise` advice fio gives at open
+/// (`td_io_open_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FadviseHint {
+    /// `0`: no advice.
+    None,
+    /// `1` (default): `POSIX_FADV_RANDOM` for random jobs, else
+    /// `POSIX_FADV_SEQUENTIAL` (fio's `F_ADV_TYPE`).
+    Type,
+    /// `random`: `POSIX_FADV_RANDOM`.
+    Random,
+    /// `sequential`: `POSIX_FADV_SEQUENTIAL`.
+    Sequential,
+}
+
 /// `fallocate=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fallocate {
@@ -438,6 +453,10 @@ pub struct JobSpec {
     pub thinktime_spin_ns: u64,
     /// `thinktime_blocks=`.
     pub thinktime_blocks: u32,
+    /// `thinktime_blocks_type=issue` (default `complete`).
+    pub thinktime_blocks_issue: bool,
+    /// `rate_process=poisson` (default `linear`).
+    pub rate_poisson: bool,
     /// `rate=` in bytes/s per direction (0: unlimited).
     pub rate: PerDir<u64>,
     /// `rate_iops=` per direction.
@@ -464,6 +483,8 @@ pub struct JobSpec {
     pub overwrite: bool,
     /// `invalidate` (default true).
     pub invalidate: bool,
+    /// `fadvise_hint=`.
+    pub fadvise_hint: FadviseHint,
     /// `allow_file_create` (default true).
     pub allow_file_create: bool,
     /// `unlink`.
@@ -759,6 +780,8 @@ pub(crate) fn build_job(
         thinktime_ns: ns(st.int("thinktime")),
         thinktime_spin_ns: ns(st.int("thinktime_spin")),
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
+        rate_poisson: st.choice("rate_process") == Some("poisson"),
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
         loops: u32c(st.int("loops")),
@@ -772,6 +795,12 @@ pub(crate) fn build_job(
         create_on_open: st.flag("create_on_open"),
         overwrite: st.flag("overwrite") || kind.reads(),
         invalidate: st.flag("invalidate_cache"),
+        fadvise_hint: match st.choice("fadvise_hint") {
+            Some("0") => FadviseHint::None,
+            Some("random") => FadviseHint::Random,
+            Some("sequential") => FadviseHint::Sequential,
+            _ => FadviseHint::Type,
+        },
         allow_file_create: st.flag("allow_create"),
         unlink: st.flag("unlink"),
         fallocate: match st.choice("fallocate_mode") {

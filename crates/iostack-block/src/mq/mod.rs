@@ -1,0 +1,378 @@
+//! blk-mq, the multi-queue block layer of Linux 5.0+ as in 6.x (`block/blk-mq.c`,
+//! `blk-mq-sched.c`, `blk-mq-tag.c`, `blk-merge.c`), beside the 2.6.28-2.6.38
+//! single queue behind the same [`BlockQueue`](crate::BlockQueue) interface.
+//!
+//! * Software queues (`struct blk_mq_ctx`), one per CPU, map onto hardware
+//!   queues (`struct blk_mq_hw_ctx`), `min(device queues, CPUs)` of them, CPUs
+//!   in contiguous groups (`blk_mq_map_queues` / `group_cpus_evenly`).
+//! * Each hardware queue has `queue_depth` driver tags and, with a scheduler,
+//!   `nr_requests` scheduler tags (`blk_mq_init_sched`: 2 · min(depth, 128));
+//!   a request is its tag, and an allocator that finds none sleeps
+//!   (`blk_mq_get_tag`). No S record: 6.x traces no sleep.
+//! * A task's on-stack plug (`struct blk_plug`) collects its requests
+//!   (`blk_add_rq_to_plug`, P on the first) and releases them at
+//!   `blk_finish_plug` or when the task sleeps (`blk_mq_flush_plug_list`, U or
+//!   UT with the depth); bios merge into the plug's last request first
+//!   (`blk_attempt_plug_merge`), then into the scheduler or the software queue
+//!   (`blk_mq_sched_bio_merge`).
+//! * Dispatch is `blk_mq_run_hw_queue` → `__blk_mq_sched_dispatch_requests`:
+//!   the hardware queue's dispatch list, then the scheduler (one request per
+//!   budget and driver tag) or the software queues; `none` without a plug
+//!   issues directly (`blk_mq_try_issue_directly`). Completion
+//!   (`blk_mq_end_request`) frees the tags, wakes tag sleepers and reruns the
+//!   queue where the kernel does (`blk_mq_sched_restart`, the SCSI budget's
+//!   `scsi_run_queue_async`), asynchronous runs going to kblockd.
+//!
+//! Not modelled (refused by the simulation where an input would need it):
+//! flush/FUA sequencing (`blk_insert_flush`) for a device with a volatile write
+//! cache, bio splitting (`__bio_split_to_limits`: the bio builders above never
+//! exceed the queue limits), requeues, shared tag sets, io_uring's cached
+//! request batches, rq-qos (wbt).
+
+mod dispatch;
+mod elv;
+mod iface;
+mod sched;
+mod submit;
+mod tags;
+
+pub use sched::MqElevator;
+pub use tags::Tags;
+
+use crate::bio::{BioId, BioSlab};
+use crate::limits::{Partition, QueueLimits};
+use crate::queue::{Ctx, QueueConfig, QueueStats};
+use crate::request::{RequestPool, RqId};
+use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TaskId, TraceMask, TraceRecord, Tracer};
+use iostack_des::Instant;
+use iostack_device::Device;
+use std::collections::{BTreeMap, VecDeque};
+
+/// `BLKDEV_DEFAULT_RQ`: the scheduler tag depth is twice min(depth, this).
+pub const BLKDEV_DEFAULT_RQ: u32 = 128;
+
+/// Static configuration of a blk-mq queue.
+#[derive(Clone, Debug)]
+pub struct MqConfig {
+    pub disk: DevT,
+    pub partitions: Vec<Partition>,
+    pub limits: QueueLimits,
+    pub nomerges: u8,
+    /// Possible CPUs (one software queue each).
+    pub nr_cpus: u32,
+    /// CPU of the completion interrupt of a single-queue device (AHCI, SCSI
+    /// HBA); a multi-queue device completes on its queue's first CPU.
+    pub irq_cpu: u32,
+    pub trace_mask: TraceMask,
+    /// `queue/nr_requests` as the user set it; `None` for the kernel's value.
+    pub nr_requests: Option<u32>,
+}
+
+impl MqConfig {
+    pub fn from_queue_config(q: &QueueConfig, nr_cpus: u32, nr_requests: Option<u32>) -> Self {
+        MqConfig {
+            disk: q.disk,
+            partitions: q.partitions.clone(),
+            limits: q.limits,
+            nomerges: q.nomerges,
+            nr_cpus: nr_cpus.max(1),
+            irq_cpu: q.irq_cpu,
+            trace_mask: q.trace_mask,
+            nr_requests,
+        }
+    }
+}
+
+/// `struct blk_mq_hw_ctx`.
+struct Hctx {
+    /// Driver tags (`hctx->tags`, the tag set's `queue_depth`).
+    tags: Tags,
+    /// Scheduler tags (`hctx->sched_tags`), with a scheduler.
+    sched_tags: Option<Tags>,
+    /// `hctx->dispatch`: requests taken out and not yet issued.
+    dispatch: VecDeque<RqId>,
+    /// The CPUs mapped to it (`hctx->cpumask`), ascending.
+    cpus: Vec<u32>,
+    /// `BLK_MQ_S_SCHED_RESTART`.
+    restart: bool,
+    /// `hctx->run_work` is pending on kblockd.
+    run_pending: bool,
+    /// `hctx->dispatch_busy` (EWMA, `blk_mq_update_dispatch_busy`).
+    dispatch_busy: u32,
+}
+
+/// Where a request is (for the invariant check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    Plug,
+    SwQueue,
+    Sched,
+    Dispatch,
+    Driver,
+}
+
+/// blk-mq's own fields of `struct request`.
+#[derive(Clone, Copy, Debug)]
+struct MqRq {
+    hctx: u16,
+    tag: Option<u32>,
+    sched_tag: Option<u32>,
+    budget: bool,
+    loc: Loc,
+    /// Key of its back-merge hash entry (end sector, insertion sequence).
+    hash: Option<(Sector, u64)>,
+}
+
+/// `struct blk_plug` of one task.
+#[derive(Default)]
+struct Plug {
+    /// `plug->mq_list`, oldest first (6.12+ `rq_list_add_tail`).
+    list: VecDeque<RqId>,
+    /// `plug->has_elevator`.
+    has_elevator: bool,
+}
+
+pub struct MqQueue {
+    cfg: MqConfig,
+    elv: Option<Box<dyn MqElevator>>,
+    dev: Box<dyn Device>,
+    /// `q->nr_requests`.
+    nr_requests: u32,
+    hctxs: Vec<Hctx>,
+    /// `struct blk_mq_ctx` lists, per CPU.
+    ctxs: Vec<VecDeque<RqId>>,
+    /// `ctx->hctxs[HCTX_TYPE_DEFAULT]`, per CPU.
+    cpu_hctx: Vec<u16>,
+    bios: BioSlab,
+    rqs: RequestPool,
+    info: Vec<Option<MqRq>>,
+    plugs: BTreeMap<TaskId, Plug>,
+    /// `q->last_merge` and the elevator's back-merge hash (`elv_rqhash`).
+    last_merge: Option<RqId>,
+    hash: BTreeMap<(Sector, u64), RqId>,
+    hash_seq: u64,
+    /// The SCSI budget (`sdev->queue_depth`), what is taken, and
+    /// `sdev->restarts`.
+    budget: Option<u32>,
+    budget_used: u32,
+    budget_restart: bool,
+    kblockd: Ctx,
+    in_device: u32,
+    busy_since: Instant,
+    last_issued_end: Option<Sector>,
+    dev_out: Vec<(Instant, u64)>,
+    stats: QueueStats,
+    checks: bool,
+}
+
+impl MqQueue {
+    /// `blk_mq_init_queue` over the device's tag set, with scheduler `elv`
+    /// (`None` is `none`).
+    pub fn new(cfg: MqConfig, elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
+        assert!(
+            !dev.write_cache(),
+            "blk-mq flush sequencing is not modelled: refuse a write-cache device first"
+        );
+        let nr_hw = dev.nr_hw_queues().clamp(1, cfg.nr_cpus);
+        let depth = dev.queue_depth();
+        let nr_requests = match (&elv, cfg.nr_requests) {
+            // blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ).
+            (Some(_), None) => 2 * depth.min(BLKDEV_DEFAULT_RQ),
+            (Some(_), Some(n)) => n,
+            // blk_mq_update_nr_requests: no more than the tag set without one.
+            (None, n) => n.unwrap_or(depth).min(depth),
+        };
+        let cpu_hctx: Vec<u16> = (0..cfg.nr_cpus)
+            .map(|c| (c as u64 * nr_hw as u64 / cfg.nr_cpus as u64) as u16)
+            .collect();
+        let hctxs = (0..nr_hw)
+            .map(|h| Hctx {
+                tags: Tags::new(depth, cfg.nr_cpus),
+                sched_tags: elv.as_ref().map(|_| Tags::new(nr_requests, cfg.nr_cpus)),
+                dispatch: VecDeque::new(),
+                cpus: (0..cfg.nr_cpus)
+                    .filter(|&c| cpu_hctx[c as usize] as u32 == h)
+                    .collect(),
+                restart: false,
+                run_pending: false,
+                dispatch_busy: 0,
+            })
+            .collect();
+        MqQueue {
+            budget: dev.dispatch_budget(),
+            ctxs: vec![VecDeque::new(); cfg.nr_cpus as usize],
+            cpu_hctx,
+            hctxs,
+            nr_requests,
+            cfg,
+            elv,
+            dev,
+            bios: BioSlab::default(),
+            rqs: RequestPool::default(),
+            info: Vec::new(),
+            plugs: BTreeMap::new(),
+            last_merge: None,
+            hash: BTreeMap::new(),
+            hash_seq: 0,
+            budget_used: 0,
+            budget_restart: false,
+            kblockd: Ctx { pid: 0, cpu: 0 },
+            in_device: 0,
+            busy_since: Instant::ZERO,
+            last_issued_end: None,
+            dev_out: Vec::new(),
+            stats: QueueStats::default(),
+            checks: cfg!(debug_assertions),
+        }
+    }
+
+    pub fn nr_hw_queues(&self) -> usize {
+        self.hctxs.len()
+    }
+    pub fn nr_requests(&self) -> u32 {
+        self.nr_requests
+    }
+
+    fn mq(&self, rq: RqId) -> &MqRq {
+        self.info[rq.0 as usize].as_ref().expect("blk-mq request")
+    }
+    fn mq_mut(&mut self, rq: RqId) -> &mut MqRq {
+        self.info[rq.0 as usize].as_mut().expect("blk-mq request")
+    }
+    fn set_mq(&mut self, rq: RqId, m: MqRq) {
+        let i = rq.0 as usize;
+        if self.info.len() <= i {
+            self.info.resize(i + 1, None);
+        }
+        self.info[i] = Some(m);
+    }
+
+    /// The CPU a completion interrupt of hardware queue `h` runs on.
+    fn irq_ctx(&self, h: u16) -> Ctx {
+        let cpu = if self.hctxs.len() > 1 {
+            self.hctxs[h as usize].cpus[0]
+        } else {
+            self.cfg.irq_cpu
+        };
+        Ctx { pid: 0, cpu }
+    }
+
+    // ---------------------------------------------------------------------------
+    // Tracing (`kernel/trace/blktrace.c`).
+
+    fn trace_bio(&self, now: Instant, b: &crate::Bio, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: b.cpu,
+            pid: b.pid,
+            action,
+            sector: b.sector,
+            bytes: (b.sectors as u64 * 512) as u32,
+            flags: b.flags.intersect(self.cfg.trace_mask.bio),
+            is_request: false,
+            error: 0,
+            pdu,
+        });
+    }
+
+    fn trace_rq(&self, now: Instant, rq: RqId, ctx: Ctx, action: Action, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        let r = self.rqs.get(rq);
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: ctx.cpu,
+            pid: ctx.pid,
+            action,
+            sector: r.sector,
+            bytes: (r.sectors as u64 * 512) as u32,
+            flags: r.flags.intersect(self.cfg.trace_mask.rq),
+            is_request: true,
+            error: 0,
+            pdu: Pdu::None,
+        });
+    }
+
+    fn trace_simple(&self, now: Instant, ctx: Ctx, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
+        tr.block(TraceRecord {
+            time: now,
+            dev: self.cfg.disk,
+            cpu: ctx.cpu,
+            pid: ctx.pid,
+            action,
+            sector: 0,
+            bytes: 0,
+            flags: ReqFlags::READ,
+            is_request: false,
+            error: 0,
+            pdu,
+        });
+    }
+
+    // ---------------------------------------------------------------------------
+    // Invariants.
+
+    fn check(&self) {
+        if self.checks {
+            self.check_invariants();
+        }
+    }
+
+    /// Every request is in exactly one place (a plug, a software queue, the
+    /// scheduler, a dispatch list, the device), holds the tags its place
+    /// needs, and bios are conserved.
+    pub fn check_invariants(&self) {
+        let mut at = [0usize; 5];
+        for m in self.info.iter().flatten() {
+            at[m.loc as usize] += 1;
+        }
+        let live = self.rqs.live();
+        assert_eq!(at.iter().sum::<usize>(), live, "request bookkeeping");
+        let plugged: usize = self.plugs.values().map(|p| p.list.len()).sum();
+        assert_eq!(at[Loc::Plug as usize], plugged, "plugged requests");
+        let sw: usize = self.ctxs.iter().map(|c| c.len()).sum();
+        assert_eq!(at[Loc::SwQueue as usize], sw, "software-queue requests");
+        let disp: usize = self.hctxs.iter().map(|h| h.dispatch.len()).sum();
+        assert_eq!(at[Loc::Dispatch as usize], disp, "dispatch-list requests");
+        let in_elv = self.elv.as_ref().map_or(0, |e| e.queued());
+        assert_eq!(at[Loc::Sched as usize], in_elv, "scheduler requests");
+        assert_eq!(at[Loc::Driver as usize] as u32, self.in_device);
+        let tags: u32 = self.hctxs.iter().map(|h| h.tags.used()).sum();
+        let with_tag = self
+            .info
+            .iter()
+            .flatten()
+            .filter(|m| m.tag.is_some())
+            .count();
+        assert_eq!(tags as usize, with_tag, "driver tags and requests disagree");
+        if let Some(b) = self.budget {
+            assert!(self.budget_used <= b, "SCSI budget overdrawn");
+        }
+        assert_eq!(
+            self.stats.bios_queued - self.stats.bios_completed,
+            self.bios.live() as u64,
+            "bios queued and completed disagree with live bios"
+        );
+    }
+
+    fn sleeping_bios(&self) -> usize {
+        self.hctxs
+            .iter()
+            .map(|h| h.tags.sleepers() + h.sched_tags.as_ref().map_or(0, |t| t.sleepers()))
+            .sum()
+    }
+
+    /// The bio `id` is asleep for a tag.
+    fn bio(&self, id: BioId) -> &crate::Bio {
+        self.bios.get(id)
+    }
+}

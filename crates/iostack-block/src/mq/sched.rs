@@ -1,0 +1,50 @@
+//! The blk-mq scheduler interface: `struct elevator_mq_ops` (6.x
+//! `block/elevator.h`). The generic layer (`blk-mq-sched.c`, `elevator.c`)
+//! keeps the one-hit `last_merge` cache and the back-merge hash, does the
+//! merges and traces; a scheduler keeps its own order and picks the next
+//! request. `none` is no scheduler at all (no `MqElevator`).
+
+use crate::bio::Bio;
+use crate::elevator::MergeKind;
+use crate::request::{RequestPool, RqId};
+use iostack_core::ReqFlags;
+use iostack_des::Instant;
+
+pub trait MqElevator {
+    fn name(&self) -> &'static str;
+    /// `limit_depth`: the scheduler tags a request of these flags may hold
+    /// (`data->shallow_depth`); `nr_requests` is the whole sched tag depth.
+    fn limit_depth(&self, _flags: ReqFlags, nr_requests: u32) -> u32 {
+        nr_requests
+    }
+    /// `request_merge`: a queued request the bio could be front-merged into
+    /// (back merges come from the generic hash first).
+    fn request_merge(&self, _rqs: &RequestPool, _bio: &Bio) -> Option<RqId> {
+        None
+    }
+    /// `request_merged`: `rq` grew by a bio merge of `kind`.
+    fn request_merged(&mut self, _rqs: &RequestPool, _rq: RqId, _kind: MergeKind) {}
+    /// `requests_merged`: `next` was merged into `rq` and will be freed.
+    fn requests_merged(&mut self, _rqs: &mut RequestPool, _rq: RqId, _next: RqId) {}
+    /// `former_request` / `next_request` (`elv_rb_former_request`,
+    /// `elv_rb_latter_request`): neighbours for request-to-request merges.
+    fn former_request(&self, _rqs: &RequestPool, _rq: RqId) -> Option<RqId> {
+        None
+    }
+    fn next_request(&self, _rqs: &RequestPool, _rq: RqId) -> Option<RqId> {
+        None
+    }
+    /// `insert_requests` for one request, after the generic insert merge
+    /// failed and I was traced.
+    fn insert_request(&mut self, now: Instant, rqs: &mut RequestPool, rq: RqId);
+    /// `dispatch_request`: the next request to hand to the driver, taken out
+    /// of the scheduler.
+    fn dispatch_request(&mut self, now: Instant, rqs: &RequestPool) -> Option<RqId>;
+    /// `has_work`.
+    fn has_work(&self) -> bool;
+    /// `finish_request`: a request the scheduler saw has completed (or was
+    /// freed after a merge).
+    fn finish_request(&mut self, _rqs: &RequestPool, _rq: RqId) {}
+    /// Requests held inside the scheduler (for invariant checks).
+    fn queued(&self) -> usize;
+}

@@ -1,0 +1,143 @@
+//! Tags: `struct sbitmap_queue` as blk-mq uses it for driver and scheduler tags
+//! (`lib/sbitmap.c`, `block/blk-mq-tag.c`). A request *is* its tag; an allocator
+//! that finds none sleeps on the queue's wait list (`blk_mq_get_tag` →
+//! `io_schedule`), and frees wake sleepers in batches of `wake_batch`
+//! (`sbitmap_queue_wake_up`), not one per free.
+
+/// `SBQ_WAIT_QUEUES` and `SBQ_WAKE_BATCH` (`include/linux/sbitmap.h`).
+const SBQ_WAIT_QUEUES: u32 = 8;
+const SBQ_WAKE_BATCH: u32 = 8;
+
+pub struct Tags {
+    depth: u32,
+    /// The bitmap (`sbitmap` words; a set bit is an allocated tag).
+    words: Vec<u64>,
+    used: u32,
+    /// `sb->alloc_hint`: per CPU, where the next search starts.
+    hints: Vec<u32>,
+    /// `sbq->wake_batch` (`sbq_calc_wake_batch`).
+    wake_batch: u32,
+    /// `sbq->completion_cnt` / `sbq->wakeup_cnt`.
+    completion_cnt: u64,
+    wakeup_cnt: u64,
+    /// Sleepers (`sbq->ws[]`), kept as one FIFO: exclusive waiters are woken
+    /// in the order they queued.
+    waiters: std::collections::VecDeque<u32>,
+}
+
+impl Tags {
+    /// `sbitmap_queue_init_node` of `depth` tags for `nr_cpus` CPUs.
+    pub fn new(depth: u32, nr_cpus: u32) -> Tags {
+        assert!(depth >= 1, "a tag set has at least one tag");
+        Tags {
+            depth,
+            words: vec![0; depth.div_ceil(64) as usize],
+            used: 0,
+            hints: vec![0; nr_cpus.max(1) as usize],
+            // sbq_calc_wake_batch: clamp(depth / SBQ_WAIT_QUEUES, 1, SBQ_WAKE_BATCH).
+            wake_batch: (depth / SBQ_WAIT_QUEUES).clamp(1, SBQ_WAKE_BATCH),
+            completion_cnt: 0,
+            wakeup_cnt: 0,
+            waiters: std::collections::VecDeque::new(),
+        }
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+    pub fn used(&self) -> u32 {
+        self.used
+    }
+    pub fn sleepers(&self) -> usize {
+        self.waiters.len()
+    }
+
+    fn test(&self, t: u32) -> bool {
+        self.words[(t / 64) as usize] & (1 << (t % 64)) != 0
+    }
+
+    /// `__sbitmap_queue_get` / `sbitmap_get_shallow`: the first clear bit at or
+    /// after the CPU's hint, wrapping; `shallow` caps the tags this caller may
+    /// hold in all (`data->shallow_depth`, set by an elevator's `limit_depth`).
+    pub fn get(&mut self, cpu: u32, shallow: u32) -> Option<u32> {
+        if self.used >= self.depth.min(shallow) {
+            return None;
+        }
+        let h = cpu as usize % self.hints.len();
+        let start = self.hints[h] % self.depth;
+        let t = (start..self.depth)
+            .chain(0..start)
+            .find(|&t| !self.test(t))
+            .expect("a clear bit below depth when used < depth");
+        self.words[(t / 64) as usize] |= 1 << (t % 64);
+        self.used += 1;
+        // update_alloc_hint_after_get: a hit on the hint moves it past the tag.
+        if t == start {
+            self.hints[h] = if t + 1 >= self.depth { 0 } else { t + 1 };
+        }
+        Some(t)
+    }
+
+    /// `sbitmap_queue_clear`: free `tag`, set the CPU's hint to it
+    /// (`sbitmap_update_cpu_hint`), and return how many sleepers to wake
+    /// (`sbitmap_queue_wake_up(sbq, 1)`: once `wake_batch` frees have
+    /// accumulated while someone waits, `wake_batch` of them).
+    pub fn put(&mut self, tag: u32, cpu: u32) -> usize {
+        assert!(self.test(tag), "tag {tag} freed twice");
+        self.words[(tag / 64) as usize] &= !(1 << (tag % 64));
+        self.used -= 1;
+        let h = cpu as usize % self.hints.len();
+        self.hints[h] = tag;
+        if self.waiters.is_empty() {
+            return 0; // !ws_active
+        }
+        self.completion_cnt += 1;
+        if self.completion_cnt - self.wakeup_cnt < self.wake_batch as u64 {
+            return 0;
+        }
+        self.wakeup_cnt += self.wake_batch as u64;
+        (self.wake_batch as usize).min(self.waiters.len())
+    }
+
+    /// `bt_prepare_to_wait` (exclusive): `who` sleeps for a tag.
+    pub fn wait(&mut self, who: u32) {
+        self.waiters.push_back(who);
+    }
+
+    /// The next sleeper `put` asked to wake.
+    pub fn wake_one(&mut self) -> Option<u32> {
+        self.waiters.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_exhaust_and_sleepers_wake_in_batches() {
+        let mut t = Tags::new(32, 2);
+        let got: Vec<u32> = (0..32).map(|_| t.get(0, u32::MAX).unwrap()).collect();
+        assert_eq!(got, (0..32).collect::<Vec<_>>());
+        assert_eq!(t.get(1, u32::MAX), None);
+        for w in 0..5 {
+            t.wait(w);
+        }
+        // wake_batch = 32 / 8 = 4: three frees wake nobody, the fourth four.
+        assert_eq!(t.put(3, 0), 0);
+        assert_eq!(t.put(4, 0), 0);
+        assert_eq!(t.put(5, 0), 0);
+        assert_eq!(t.put(6, 0), 4);
+        assert_eq!(t.wake_one(), Some(0));
+        // The CPU's hint is the last tag it freed.
+        assert_eq!(t.get(0, u32::MAX), Some(6));
+    }
+
+    #[test]
+    fn shallow_depth_limits_a_caller() {
+        let mut t = Tags::new(8, 1);
+        assert!(t.get(0, 2).is_some() && t.get(0, 2).is_some());
+        assert_eq!(t.get(0, 2), None);
+        assert!(t.get(0, u32::MAX).is_some());
+    }
+}

@@ -1,0 +1,13 @@
+//! `iostack`'s command line as a library: the `iostack` binary is a thin `main`
+//! over [`commands::dispatch`], and the Python binding (`iostack-py`) calls
+//! [`api`] so that a run from Python goes through the same code path, and prints
+//! the same figures, as `iostack run`.
+
+pub mod api;
+pub mod args;
+pub mod commands;
+pub mod fio_out;
+pub mod html;
+pub mod out;
+pub mod sinks;
+mod tools;

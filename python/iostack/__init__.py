@@ -1,0 +1,39 @@
+"""iostack from Python: run fio jobs on the simulated Linux storage stack, get
+fio's figures and the dispatched requests as pandas DataFrames, sweep
+parameters locally or on Ray.
+
+    import iostack
+    r = iostack.run(job="[j]\\nrw=randread\\nsize=1m\\ndirect=1\\n", machine="null",
+                    nr_requests=64)
+    r.summary()     # fio's per-job figures, as `iostack run --output-format json`
+    r.requests()    # one row per dispatched request (blkparse's D events)
+
+Tunables are keyword arguments named after the tunable table with `/` as `_`
+(`iosched/cfq/slice_idle` is `iosched_cfq_slice_idle`); `tunables()` lists them.
+"""
+
+from ._iostack import (  # noqa: F401
+    ConfigError,
+    IostackError,
+    JobError,
+    MachineError,
+    RunError,
+    TunableError,
+    __version__,
+)
+from ._run import Result, keyword_of, run, tunables
+from ._sweep import sweep
+
+__all__ = [
+    "run",
+    "sweep",
+    "tunables",
+    "keyword_of",
+    "Result",
+    "IostackError",
+    "MachineError",
+    "JobError",
+    "TunableError",
+    "ConfigError",
+    "RunError",
+]
