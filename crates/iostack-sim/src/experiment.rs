@@ -76,7 +76,7 @@ pub struct WorkloadDef {
     /// row's processes, named by iozone's columns (`write`, `rewrite`, ...).
     pub iozone: Option<String>,
     /// An fs_mark command line; its processes (one per file, named `fs_mark`)
-    /// run after the iozone ones when both are given.
+    /// run before the iozone ones when both are given.
     pub fs_mark: Option<String>,
     /// Fixed pid and CPU of the (first) process, to mirror a published trace.
     pub pid: Option<u32>,
@@ -422,24 +422,24 @@ impl Experiment {
         Ok(procs)
     }
 
-    /// The processes of the iozone and fs_mark command lines: iozone's first
-    /// row, then fs_mark's files, the first of them after everything before.
+    /// The processes of the fs_mark and iozone command lines: fs_mark's files,
+    /// then iozone's first row, its first process after everything before (a
+    /// machine that has run fs_mark: the journal thread has done I/O, as on a
+    /// running system).
     fn tool_procs(&self, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         let mut procs = Vec::new();
+        if let Some(cmd) = &self.workload.fs_mark {
+            let spec = iostack_workload::parse_fs_mark_args(&args(cmd))?;
+            procs.extend(crate::tools::fs_mark_run(&spec, m)?.procs);
+        }
         if let Some(cmd) = &self.workload.iozone {
             let spec = iostack_workload::parse_iozone_args(&args(cmd))?;
             let rows = crate::tools::iozone_rows(&spec, m)?;
+            let base = procs.len();
             procs.extend(rows.into_iter().next().map(|r| r.procs).unwrap_or_default());
-        }
-        if let Some(cmd) = &self.workload.fs_mark {
-            let spec = iostack_workload::parse_fs_mark_args(&args(cmd))?;
-            let base = procs.len() as u32;
-            let run = crate::tools::fs_mark_run(&spec, m)?;
-            for (i, mut p) in run.procs.into_iter().enumerate() {
-                p.after = p.after.map(|(a, b)| (a + base, b + base));
-                p.stonewall |= i == 0 && base > 0;
-                procs.push(p);
+            if let Some(first) = procs.get_mut(base).filter(|_| base > 0) {
+                first.stonewall = true;
             }
         }
         Ok(procs)
