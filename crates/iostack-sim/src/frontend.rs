@@ -659,6 +659,11 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
     }
+    if j.fsync > 0 && j.fdatasync > 0 {
+        let msg =
+            "fsync= and fdatasync= together (two sync counters) are not modelled yet".to_string();
+        return Err(at.err(Some("fdatasync"), msg));
+    }
     Ok(())
 }
 
@@ -816,7 +821,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 // `overwrite` is set (filesetup.c extend_file).
                 fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
                 end_fsync: j.end_fsync,
-                fsync_every: j.fsync as u64,
+                fsync_every: if j.fdatasync > 0 {
+                    j.fdatasync as u64
+                } else {
+                    j.fsync as u64
+                },
+                datasync: j.fdatasync > 0,
                 number_ios: number_ios_of(j, &at)?,
                 bs_range: [
                     (j.min_bs.read, j.max_bs.read),

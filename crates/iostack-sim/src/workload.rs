@@ -112,6 +112,8 @@ pub struct ProcSpec {
     pub end_fsync: bool,
     /// fsync after every N writes (fio `fsync=N`; 0 = never).
     pub fsync_every: u64,
+    /// Those syncs are fdatasync (fio `fdatasync=N`).
+    pub datasync: bool,
     /// Stop after this many I/Os (fio `number_ios`; 0 = no limit): fio's
     /// `exceeds_number_ios` counts completed, queued and in-flight I/Os, i.e. every
     /// I/O issued.
@@ -168,6 +170,9 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(a) = &self.after {
             d.field("after", a);
         }
+        if self.datasync {
+            d.field("datasync", &self.datasync);
+        }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
         }
@@ -221,6 +226,7 @@ impl ProcSpec {
             fresh: false,
             end_fsync: false,
             fsync_every: 0,
+            datasync: false,
             number_ios: 0,
             bs_range: [(4096, 4096), (4096, 4096)],
             bssplit: [Vec::new(), Vec::new()],

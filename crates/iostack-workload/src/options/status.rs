@@ -126,7 +126,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         "at open: RANDOM turns readahead off, SEQUENTIAL doubles its window",
     ),
     ("fsync", Sim, "fsync after every N writes"),
-    ("fdatasync", No(NOT_YET), ""),
+    (
+        "fdatasync",
+        Sim,
+        "fdatasync after every N writes (with fsync=, refused)",
+    ),
     ("write_barrier", No(NOT_YET), ""),
     ("sync_file_range", No(NOT_YET), ""),
     ("direct", Sim, "O_DIRECT through the direct-I/O bio builder"),
