@@ -152,6 +152,9 @@ pub enum BlockWork {
     /// blk-mq: hardware queue N's `run_work` (`blk_mq_run_work_fn`), queued
     /// by an asynchronous `blk_mq_run_hw_queue`.
     RunHwQueue(u16),
+    /// blk-mq: `q->requeue_work` (`blk_mq_requeue_work`), which inserts the
+    /// requeue and flush lists.
+    MqRequeue,
 }
 
 /// What a queue operation produced for the host.
@@ -1223,7 +1226,9 @@ impl RequestQueue {
                     self.generic_unplug_device_locked(now, ctx, tr, out);
                 }
             }
-            BlockWork::RunQueue | BlockWork::RunHwQueue(_) => self.run_queue(now, ctx, tr, out),
+            BlockWork::RunQueue | BlockWork::RunHwQueue(_) | BlockWork::MqRequeue => {
+                self.run_queue(now, ctx, tr, out)
+            }
         }
     }
 

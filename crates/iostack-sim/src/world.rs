@@ -291,14 +291,6 @@ fn build_queue(
         return Ok(Box::new(RequestQueue::new(qcfg.clone(), elv, dev)));
     }
     let elv = iostack_iosched::mq_by_name(&cfg.scheduler, t).map_err(SimError)?;
-    if dev.write_cache() {
-        return Err(SimError(format!(
-            "kernel {}: device '{}' has a volatile write cache, and blk-mq's flush \
-             sequencing (blk_insert_flush) is not modelled yet",
-            t.profile(),
-            cfg.machine.device_preset
-        )));
-    }
     let set = t.overridden().contains(&"queue/nr_requests");
     let nr = set.then(|| t.get_u64("queue/nr_requests") as u32);
     let mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);

@@ -5,10 +5,11 @@
 use super::{Loc, MqQueue};
 use crate::bio::BioId;
 use crate::queue::{BlockOut, BlockWork, CompletedBio, Ctx, QueueEvent, SEEK_SECTORS};
-use crate::request::RqId;
-use iostack_core::{Action, Tracer};
+use crate::request::{FlushRole, RqId};
+use iostack_core::{Action, ReqFlags, Tracer};
 use iostack_des::Instant;
 use iostack_device::DeviceCmd;
+use std::collections::VecDeque;
 
 /// `BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT` and `_FACTOR`.
 const EWMA_WEIGHT: u32 = 8;
@@ -174,7 +175,7 @@ impl MqQueue {
         }
     }
 
-    fn put_budget(&mut self) {
+    pub(super) fn put_budget(&mut self) {
         if self.budget.is_some() {
             self.budget_used -= 1;
         }
@@ -183,7 +184,7 @@ impl MqQueue {
     /// `blk_mq_get_driver_tag`: a request allocated from the scheduler tags
     /// takes a driver tag of its hardware queue at dispatch.
     fn get_driver_tag(&mut self, rq: RqId) -> bool {
-        if self.mq(rq).tag.is_some() {
+        if self.mq(rq).tag.is_some() || self.borrows_tag(rq) {
             return true;
         }
         let h = self.mq(rq).hctx as usize;
@@ -301,17 +302,17 @@ impl MqQueue {
 
     /// `blk_mq_plug_issue_direct`: issue the plug's requests in order; the
     /// first that cannot be issued goes to the dispatch list
-    /// (`blk_mq_request_bypass_insert`) and the queue runs. True when the
-    /// plug is empty.
+    /// (`blk_mq_request_bypass_insert`) and the queue runs. Returns how
+    /// many requests were taken.
     pub(super) fn plug_issue_direct(
         &mut self,
         now: Instant,
-        rest: &mut impl Iterator<Item = RqId>,
+        list: &VecDeque<RqId>,
         ctx: Ctx,
         tr: &mut Tracer,
         out: &mut BlockOut,
-    ) -> bool {
-        for rq in rest.by_ref() {
+    ) -> usize {
+        for (i, &rq) in list.iter().enumerate() {
             if self.get_budget_and_tag(rq) {
                 self.issue(now, rq, ctx, tr, out);
                 continue;
@@ -320,9 +321,9 @@ impl MqQueue {
             self.mq_mut(rq).loc = Loc::Dispatch;
             self.hctxs[h as usize].dispatch.push_back(rq);
             self.run_hw_queue(now, h, false, ctx, tr, out);
-            return false;
+            return i + 1;
         }
-        true
+        list.len()
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
@@ -348,13 +349,14 @@ impl MqQueue {
             self.stats.dispatch_seeks += 1;
         }
         self.last_issued_end = Some(r.end_sector());
+        let flush = r.role == FlushRole::FlushRq;
         let cmd = DeviceCmd {
             id: rq.0 as u64,
             sector: r.sector,
             sectors: r.sectors,
             write: r.is_write(),
-            fua: false,
-            flush: false,
+            fua: r.flags.contains(ReqFlags::FUA),
+            flush,
         };
         if self.in_device == 0 {
             self.busy_since = now;
@@ -386,8 +388,10 @@ impl MqQueue {
         let irq = self.irq_ctx(h);
         self.trace_rq(now, rq, irq, Action::Complete, tr);
         self.account_done(now, rq);
-        self.end_bios(rq, out);
-        self.free_request(now, rq, tr, out);
+        if !self.flush_complete(now, rq, tr, out) {
+            self.end_bios(rq, out);
+            self.free_request(now, rq, tr, out);
+        }
         if self.budget_restart {
             self.budget_restart = false;
             self.run_hw_queues(now, true, irq, tr, out);
@@ -399,7 +403,9 @@ impl MqQueue {
         let d2c = now.since(r.fifo_time).as_ns();
         self.stats.requests_completed += 1;
         self.stats.busy_ns += d2c;
-        if r.is_write() {
+        if r.role == FlushRole::FlushRq {
+            // A flush is no read or write I/O of diskstats.
+        } else if r.is_write() {
             self.stats.write_ios += 1;
             self.stats.write_ticks_ns += d2c;
         } else {
@@ -413,7 +419,7 @@ impl MqQueue {
     }
 
     /// `bio_endio` for every bio of `rq`, in order.
-    fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
+    pub(super) fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
         let mut next = Some(self.rqs.get(rq).bio_head);
         while let Some(b) = next {
             let bio = self.bios.free(b);
@@ -456,24 +462,68 @@ impl MqQueue {
         if m.budget {
             self.put_budget();
         }
-        let hc = &mut self.hctxs[m.hctx as usize];
-        let mut wake: Vec<BioId> = Vec::new();
         if let Some(t) = m.tag {
-            let n = hc.tags.put(t, cpu);
-            wake.extend((0..n).filter_map(|_| hc.tags.wake_one().map(BioId)));
+            self.put_tag_and_wake(now, m.hctx, t, cpu, tr, out);
         }
-        if let (Some(t), Some(st)) = (m.sched_tag, hc.sched_tags.as_mut()) {
+        if let (Some(t), Some(st)) = (m.sched_tag, self.hctxs[m.hctx as usize].sched_tags.as_mut())
+        {
             let n = st.put(t, cpu);
-            wake.extend((0..n).filter_map(|_| st.wake_one().map(BioId)));
+            for _ in 0..n {
+                let hc = &mut self.hctxs[m.hctx as usize];
+                let Some(id) = hc.sched_tags.as_mut().and_then(|st| st.wake_one()) else {
+                    break;
+                };
+                self.retry_sleeper(now, BioId(id), tr, out);
+            }
         }
+        self.sched_restart(now, m.hctx, tr, out);
+    }
+
+    /// `blk_mq_put_tag` of a driver tag; the sleepers it wakes retry.
+    pub(super) fn put_tag_and_wake(
+        &mut self,
+        now: Instant,
+        h: u16,
+        tag: u32,
+        cpu: u32,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let hc = &mut self.hctxs[h as usize];
+        let n = hc.tags.put(tag, cpu);
+        let wake: Vec<BioId> = (0..n)
+            .filter_map(|_| hc.tags.wake_one().map(BioId))
+            .collect();
         for id in wake {
             self.retry_sleeper(now, id, tr, out);
         }
-        let irq = self.irq_ctx(m.hctx);
-        let hc = &mut self.hctxs[m.hctx as usize];
+    }
+
+    /// `blk_mq_put_driver_tag`: a request of the scheduler tags gives its
+    /// driver tag back before it completes (sequenced flush data).
+    pub(super) fn put_driver_tag(&mut self, rq: RqId) {
+        if let Some(t) = self.mq_mut(rq).tag.take() {
+            let (h, cpu) = (self.mq(rq).hctx, self.rqs.get(rq).cpu);
+            let n = self.hctxs[h as usize].tags.put(t, cpu);
+            // Only dispatch waits on driver tags when a scheduler is in use,
+            // and it reruns through SCHED_RESTART: nobody sleeps here.
+            debug_assert_eq!(n, 0);
+        }
+    }
+
+    /// `blk_mq_sched_restart`.
+    pub(super) fn sched_restart(
+        &mut self,
+        now: Instant,
+        h: u16,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let irq = self.irq_ctx(h);
+        let hc = &mut self.hctxs[h as usize];
         if hc.restart {
             hc.restart = false;
-            self.run_hw_queue(now, m.hctx, true, irq, tr, out);
+            self.run_hw_queue(now, h, true, irq, tr, out);
         }
     }
 

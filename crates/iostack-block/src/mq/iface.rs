@@ -68,6 +68,7 @@ impl BlockQueue for MqQueue {
     ) {
         match work {
             BlockWork::RunHwQueue(h) => self.run_work_fn(now, h, ctx, tr, out),
+            BlockWork::MqRequeue => self.requeue_work(now, ctx, tr, out),
             BlockWork::RunQueue | BlockWork::Unplug => {
                 BlockQueue::run_queue(self, now, ctx, tr, out)
             }

@@ -23,14 +23,15 @@
 //!   queue where the kernel does (`blk_mq_sched_restart`, the SCSI budget's
 //!   `scsi_run_queue_async`), asynchronous runs going to kblockd.
 //!
-//! Not modelled (refused by the simulation where an input would need it):
-//! flush/FUA sequencing (`blk_insert_flush`) for a device with a volatile write
-//! cache, bio splitting (`__bio_split_to_limits`: the bio builders above never
+//! Flushes and FUA follow `blk-flush.c` (`flush.rs`).
+//!
+//! Not modelled: bio splitting (`__bio_split_to_limits`: the bio builders above never
 //! exceed the queue limits), requeues, shared tag sets, io_uring's cached
 //! request batches, rq-qos (wbt).
 
 mod dispatch;
 mod elv;
+mod flush;
 mod iface;
 mod sched;
 mod submit;
@@ -109,6 +110,10 @@ enum Loc {
     Sched,
     Dispatch,
     Driver,
+    /// Waiting for a flush (`fq->flush_queue`).
+    Flush,
+    /// On the requeue or flush list for kblockd's `requeue_work`.
+    Requeue,
 }
 
 /// blk-mq's own fields of `struct request`.
@@ -123,13 +128,50 @@ struct MqRq {
     hash: Option<(Sector, u64)>,
 }
 
-/// `struct blk_plug` of one task.
+/// `struct blk_plug` of one task (kept when the plug ends, so its list's
+/// buffer is reused by the task's next plug).
 #[derive(Default)]
 struct Plug {
+    /// `current->plug` is set.
+    active: bool,
     /// `plug->mq_list`, oldest first (6.12+ `rq_list_add_tail`).
     list: VecDeque<RqId>,
     /// `plug->has_elevator`.
     has_elevator: bool,
+}
+
+/// The tasks' plugs, by task number.
+#[derive(Default)]
+struct Plugs(Vec<Plug>);
+
+impl Plugs {
+    fn get(&self, t: TaskId) -> Option<&Plug> {
+        self.0.get(t.0 as usize).filter(|p| p.active)
+    }
+    fn get_mut(&mut self, t: TaskId) -> Option<&mut Plug> {
+        self.0.get_mut(t.0 as usize).filter(|p| p.active)
+    }
+    fn contains(&self, t: TaskId) -> bool {
+        self.get(t).is_some()
+    }
+    /// `blk_start_plug`.
+    fn start(&mut self, t: TaskId) {
+        let i = t.0 as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Plug::default);
+        }
+        self.0[i].active = true;
+    }
+    /// `current->plug = NULL` once flushed.
+    fn end(&mut self, t: TaskId) {
+        if let Some(p) = self.get_mut(t) {
+            debug_assert!(p.list.is_empty());
+            p.active = false;
+        }
+    }
+    fn values(&self) -> impl Iterator<Item = &Plug> {
+        self.0.iter().filter(|p| p.active)
+    }
 }
 
 pub struct MqQueue {
@@ -146,7 +188,7 @@ pub struct MqQueue {
     bios: BioSlab,
     rqs: RequestPool,
     info: Vec<Option<MqRq>>,
-    plugs: BTreeMap<TaskId, Plug>,
+    plugs: Plugs,
     /// `q->last_merge` and the elevator's back-merge hash (`elv_rqhash`).
     last_merge: Option<RqId>,
     hash: BTreeMap<(Sector, u64), RqId>,
@@ -163,16 +205,21 @@ pub struct MqQueue {
     dev_out: Vec<(Instant, u64)>,
     stats: QueueStats,
     checks: bool,
+    /// `hctx->fq`, per hardware queue.
+    fq: Vec<flush::FlushQueue>,
+    /// `q->requeue_list`, `q->flush_list`, and `requeue_work` pending.
+    requeue_list: Vec<RqId>,
+    flush_list: Vec<RqId>,
+    requeue_pending: bool,
+    /// Flush requests in flight and whether each borrows its first waiter's
+    /// driver tag (no scheduler).
+    borrowed_tag: Vec<(RqId, bool)>,
 }
 
 impl MqQueue {
     /// `blk_mq_init_queue` over the device's tag set, with scheduler `elv`
     /// (`None` is `none`).
     pub fn new(cfg: MqConfig, elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
-        assert!(
-            !dev.write_cache(),
-            "blk-mq flush sequencing is not modelled: refuse a write-cache device first"
-        );
         let nr_hw = dev.nr_hw_queues().clamp(1, cfg.nr_cpus);
         let depth = dev.queue_depth();
         let nr_requests = match (&elv, cfg.nr_requests) {
@@ -199,6 +246,11 @@ impl MqQueue {
             })
             .collect();
         MqQueue {
+            fq: (0..nr_hw).map(|_| flush::FlushQueue::default()).collect(),
+            requeue_list: Vec::new(),
+            flush_list: Vec::new(),
+            requeue_pending: false,
+            borrowed_tag: Vec::new(),
             budget: dev.dispatch_budget(),
             ctxs: vec![VecDeque::new(); cfg.nr_cpus as usize],
             cpu_hctx,
@@ -210,7 +262,7 @@ impl MqQueue {
             bios: BioSlab::default(),
             rqs: RequestPool::default(),
             info: Vec::new(),
-            plugs: BTreeMap::new(),
+            plugs: Plugs::default(),
             last_merge: None,
             hash: BTreeMap::new(),
             hash_seq: 0,
@@ -331,7 +383,7 @@ impl MqQueue {
     /// scheduler, a dispatch list, the device), holds the tags its place
     /// needs, and bios are conserved.
     pub fn check_invariants(&self) {
-        let mut at = [0usize; 5];
+        let mut at = [0usize; 7];
         for m in self.info.iter().flatten() {
             at[m.loc as usize] += 1;
         }
@@ -346,6 +398,14 @@ impl MqQueue {
         let in_elv = self.elv.as_ref().map_or(0, |e| e.queued());
         assert_eq!(at[Loc::Sched as usize], in_elv, "scheduler requests");
         assert_eq!(at[Loc::Driver as usize] as u32, self.in_device);
+        let flush: usize = self.fq.iter().map(|f| f.waiting()).sum();
+        assert_eq!(
+            at[Loc::Flush as usize],
+            flush,
+            "requests waiting for a flush"
+        );
+        let requeue = self.requeue_list.len() + self.flush_list.len();
+        assert_eq!(at[Loc::Requeue as usize], requeue, "requeued requests");
         let tags: u32 = self.hctxs.iter().map(|h| h.tags.used()).sum();
         let with_tag = self
             .info

@@ -54,10 +54,10 @@ impl MqQueue {
             bio.end_sector() <= self.dev.capacity_sectors(),
             "bio beyond end of device"
         );
-        if bio.flags.is_flush_or_fua() {
-            // submit_bio_noacct: no volatile cache (checked at setup), so
-            // REQ_PREFLUSH and REQ_FUA are stripped and an empty flush ends
-            // here with success, before Q.
+        if bio.flags.is_flush_or_fua() && !self.dev.write_cache() {
+            // submit_bio_noacct: no volatile cache, so REQ_PREFLUSH and
+            // REQ_FUA are stripped and an empty flush ends here with
+            // success, before Q.
             bio.flags = bio.flags.remove(ReqFlags::FLUSH).remove(ReqFlags::FUA);
             if bio.sectors == 0 {
                 out.completed.push(CompletedBio {
@@ -192,7 +192,11 @@ impl MqQueue {
             sector: b.sector,
             sectors: b.sectors,
             segments: b.segments,
-            flags: b.flags.remove(ReqFlags::UNPLUG),
+            flags: if b.flags.is_flush_or_fua() {
+                b.flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
+            } else {
+                b.flags.remove(ReqFlags::UNPLUG)
+            },
             pid: b.pid,
             cpu,
             start_time: now,
@@ -231,8 +235,13 @@ impl MqQueue {
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
     fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
+        // op_is_flush: such a request never sets RQF_USE_SCHED.
+        let flushy = self.rqs.get(rq).flags.is_flush_or_fua();
+        if flushy && self.insert_flush(now, rq, tr, out) {
+            return;
+        }
         let task = self.bios.get(self.rqs.get(rq).bio_head).owner.task;
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.add_rq_to_plug(now, task, rq, tr, out);
             return;
         }
@@ -245,7 +254,7 @@ impl MqQueue {
             (self.mq(rq).hctx, c, r.flags.is_sync())
         };
         let busy = self.hctxs[h as usize].dispatch_busy > 0 && (self.hctxs.len() == 1 || !sync);
-        if self.elv.is_some() || busy {
+        if (self.elv.is_some() && !flushy) || busy {
             self.insert_request(now, rq, ctx, tr, out);
             self.run_hw_queue(now, h, true, ctx, tr, out);
         } else {
@@ -272,7 +281,7 @@ impl MqQueue {
             }
         };
         let (count, last_bytes) = {
-            let p = &self.plugs[&task];
+            let p = self.plugs.get(task).expect("plugged task");
             let last = p.list.back().map_or(0, |&l| self.rqs.get(l).bytes());
             (p.list.len(), last)
         };
@@ -285,7 +294,7 @@ impl MqQueue {
             self.plug_started(now, ctx, tr);
         }
         let sched = self.elv.is_some();
-        let p = self.plugs.get_mut(&task).expect("plugged task");
+        let p = self.plugs.get_mut(task).expect("plugged task");
         p.has_elevator |= sched;
         p.list.push_back(rq);
         self.mq_mut(rq).loc = Loc::Plug;
@@ -298,7 +307,7 @@ impl MqQueue {
 
     /// `blk_start_plug`.
     pub fn start_plug(&mut self, task: TaskId) {
-        self.plugs.entry(task).or_default();
+        self.plugs.start(task);
     }
 
     /// `blk_finish_plug` → `__blk_flush_plug(plug, false)`.
@@ -310,9 +319,9 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.flush_plug_list(now, task, false, ctx, tr, out);
-            self.plugs.remove(&task);
+            self.plugs.end(task);
         }
         self.check();
     }
@@ -326,7 +335,7 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        if self.plugs.contains_key(&task) {
+        if self.plugs.contains(task) {
             self.flush_plug_list(now, task, true, ctx, tr, out);
         }
         self.check();
@@ -345,33 +354,39 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        let p = self.plugs.get_mut(&task).expect("plugged task");
+        let p = self.plugs.get_mut(task).expect("plugged task");
         if p.list.is_empty() {
             return;
         }
-        let list: Vec<RqId> = p.list.drain(..).collect();
+        let mut list = std::mem::take(&mut p.list);
         let has_elevator = std::mem::take(&mut p.has_elevator);
         let depth = list.len() as u64;
-        let mut rest = list.into_iter();
+        let mut issued = 0;
         if !has_elevator && !from_schedule {
             self.stats.unplugs_io += 1;
             self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth }, tr);
-            if self.plug_issue_direct(now, &mut rest, ctx, tr, out) {
-                return;
-            }
-            let left: Vec<RqId> = rest.collect();
-            self.dispatch_plug_list(now, left, from_schedule, ctx, tr, out);
-            return;
-        }
-        let action = if from_schedule {
-            self.stats.unplugs_timer += 1;
-            Action::UnplugTimer
+            issued = self.plug_issue_direct(now, &list, ctx, tr, out);
         } else {
-            self.stats.unplugs_io += 1;
-            Action::UnplugIo
-        };
-        self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
-        self.dispatch_plug_list(now, rest.collect(), from_schedule, ctx, tr, out);
+            let action = if from_schedule {
+                self.stats.unplugs_timer += 1;
+                Action::UnplugTimer
+            } else {
+                self.stats.unplugs_io += 1;
+                Action::UnplugIo
+            };
+            self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
+        }
+        if issued < list.len() {
+            let rest = list.range(issued..).copied().collect::<Vec<_>>();
+            self.dispatch_plug_list(now, rest, from_schedule, ctx, tr, out);
+        }
+        // The emptied list goes back to the plug, for its buffer.
+        list.clear();
+        if let Some(p) = self.plugs.get_mut(task) {
+            if p.list.is_empty() {
+                p.list = list;
+            }
+        }
     }
 
     /// `blk_mq_dispatch_plug_list` (the trace point was the caller's):
@@ -433,10 +448,14 @@ impl MqQueue {
         out: &mut BlockOut,
     ) -> bool {
         let b = *self.bio(id);
-        if self.cfg.nomerges >= 2 || b.flags.contains(ReqFlags::NOMERGE) {
+        // bio_mergeable: not REQ_NOMERGE_FLAGS (NOMERGE, PREFLUSH, FUA).
+        if self.cfg.nomerges >= 2
+            || b.flags.contains(ReqFlags::NOMERGE)
+            || b.flags.is_flush_or_fua()
+        {
             return false;
         }
-        if let Some(&last) = self.plugs.get(&b.owner.task).and_then(|p| p.list.back()) {
+        if let Some(&last) = self.plugs.get(b.owner.task).and_then(|p| p.list.back()) {
             if self.attempt_merge_into(now, last, id, tr) == BioMerge::Ok {
                 return true;
             }

@@ -52,6 +52,20 @@ impl Tags {
         self.waiters.len()
     }
 
+    /// The first clear bit in `from..to`, a word at a time.
+    fn find_zero(&self, from: u32, to: u32) -> Option<u32> {
+        let mut t = from;
+        while t < to {
+            let w = self.words[(t / 64) as usize] | ((1u64 << (t % 64)) - 1);
+            if w != u64::MAX {
+                let bit = (t / 64) * 64 + w.trailing_ones();
+                return (bit < to).then_some(bit);
+            }
+            t = (t / 64 + 1) * 64;
+        }
+        None
+    }
+
     fn test(&self, t: u32) -> bool {
         self.words[(t / 64) as usize] & (1 << (t % 64)) != 0
     }
@@ -65,9 +79,9 @@ impl Tags {
         }
         let h = cpu as usize % self.hints.len();
         let start = self.hints[h] % self.depth;
-        let t = (start..self.depth)
-            .chain(0..start)
-            .find(|&t| !self.test(t))
+        let t = self
+            .find_zero(start, self.depth)
+            .or_else(|| self.find_zero(0, start))
             .expect("a clear bit below depth when used < depth");
         self.words[(t / 64) as usize] |= 1 << (t % 64);
         self.used += 1;
