@@ -37,7 +37,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "nrfiles=4",
         "filesize=1m",
         "sync=1",
-        "fdatasync=4",
+        "fsync_on_close=1",
         "ramp_time=2s",
         "verify=md5",
         "zonemode=strided",
