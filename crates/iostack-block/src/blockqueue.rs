@@ -68,6 +68,18 @@ pub trait BlockQueue {
     /// (the paths that sleep on I/O `unplug` first).
     fn sleep(&mut self, now: Instant, task: TaskId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
 
+    /// `blk_yield(q, tsk)` (the blk_yield series): the task `ctx` yields the
+    /// queue to the task with pid `to`. Queues without an elevator hook
+    /// ignore it.
+    fn blk_yield(
+        &mut self,
+        _now: Instant,
+        _ctx: Ctx,
+        _to: u32,
+        _tr: &mut Tracer,
+        _out: &mut BlockOut,
+    ) {
+    }
     /// Dispatch to the driver (`__blk_run_queue` → `request_fn`) as task `ctx`.
     fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut);
     /// A timer the queue armed, or the device completing a command (which ends
@@ -148,6 +160,9 @@ impl BlockQueue for RequestQueue {
         if self.config().onstack_plug {
             self.onstack_sleep(now, task, ctx, tr, out);
         }
+    }
+    fn blk_yield(&mut self, now: Instant, ctx: Ctx, to: u32, tr: &mut Tracer, out: &mut BlockOut) {
+        RequestQueue::blk_yield(self, now, ctx, to, tr, out)
     }
     fn run_queue(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         RequestQueue::run_queue(self, now, ctx, tr, out)

@@ -115,6 +115,9 @@ pub trait Elevator {
     fn activate(&mut self, _ctx: &mut ElvCtx, _rqs: &RequestPool, _rq: RqId) {}
     /// `elevator_completed_req_fn`.
     fn completed(&mut self, _ctx: &mut ElvCtx, _rqs: &RequestPool, _rq: RqId) {}
+    /// `elevator_yield_fn` (the blk_yield series, never merged): task
+    /// `from` gives up the rest of its time to task `to`.
+    fn yield_queue(&mut self, _ctx: &mut ElvCtx, _from: u32, _to: u32) {}
     /// `elevator_put_req_fn`: the request is being freed.
     fn put_request(&mut self, _rqs: &RequestPool, _rq: RqId) {}
     /// Whether this policy ever arms a timer; policies without one say so and the

@@ -1173,6 +1173,29 @@ impl RequestQueue {
         }
     }
 
+    /// `blk_yield` → `elv_yield` → `elevator_yield_fn` under the queue lock,
+    /// in the context of the yielding task.
+    pub fn blk_yield(
+        &mut self,
+        now: Instant,
+        ctx: Ctx,
+        to: u32,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let mut ectx = ElvCtx {
+            now,
+            msgs: &mut self.msgs,
+            kick: Kick::None,
+        };
+        self.elv.yield_queue(&mut ectx, ctx.pid, to);
+        let kick = ectx.kick;
+        self.flush_msgs(now, ctx, tr);
+        self.sync_elv_timer(out);
+        self.handle_kick(now, kick, ctx, tr, out);
+        self.check();
+    }
+
     /// The kblockd task `ctx` runs deferred work.
     pub fn run_work(
         &mut self,

@@ -69,6 +69,10 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         include_str!("../../../experiments/seed-002.toml"),
     ),
     (
+        "seed-003.toml",
+        include_str!("../../../experiments/seed-003.toml"),
+    ),
+    (
         "seed-004.toml",
         include_str!("../../../experiments/seed-004.toml"),
     ),

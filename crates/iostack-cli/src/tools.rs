@@ -106,7 +106,7 @@ pub fn run_iozone(p: &Parsed) -> Result<ExitCode> {
     let mut text = format!("# iostack {}\n", prov.join(" "));
     text.push_str(&notes(&[
         t::NOT_MODELLED_FSYNC,
-        "file creation and unlink do no metadata I/O; each row runs on a freshly made \
+        "unlink does no metadata I/O (creation journals its inode on ext3); each row runs on a freshly made \
          file system (iozone's unlink and sync() between rows are not simulated)",
         "random offsets come from iostack's own random stream, not iozone's lrand48()",
     ]));

@@ -272,3 +272,48 @@ fn schedulers_are_checked_against_the_kernel_and_their_tunables() {
     assert!(out.contains("noop [deadline] cfq"), "{out}");
     assert!(!out.contains("iosched/cfq/"), "{out}");
 }
+
+/// fio's `fdatasync=N` on ext3 with barriers: every fourth write ends in an
+/// fdatasync that commits the journal (the file grows) through kjournald;
+/// fio 3.33 reports them in the `sync` section and as the fourth `issued
+/// rwts` total, and in JSON as `sync.total_ios` with `sync.lat_ns`.
+#[test]
+fn fdatasync_latency_is_reported_as_fio_does() {
+    let dir = std::env::temp_dir().join(format!("iostack-sync-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("sync.fio");
+    let text = "[w]\nfilename=/mnt/test/f\nrw=write\nbs=4k\nsize=256k\nfdatasync=4\n";
+    std::fs::write(&job, text).unwrap();
+    let base = [
+        "run",
+        job.to_str().unwrap(),
+        "--machine",
+        "sata-2010",
+        "--kernel",
+        "2.6.33-36",
+        "--set",
+        "fs/ext3/barrier=1",
+    ];
+    let (ok, out, err) = iostack(&base);
+    assert!(ok, "{err}");
+    assert!(out.contains("  fsync/fdatasync/sync_file_range:\n    sync (usec): min="));
+    assert!(out.contains("issued rwts: total=0,64,0,16 "), "{out}");
+    let mut json = base.to_vec();
+    json.extend(["--output-format", "json"]);
+    let (ok, out, err) = iostack(&json);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sync = &v["jobs"][0]["sync"];
+    assert_eq!(sync["total_ios"], 16);
+    // Each fdatasync waits for a commit with a barrier on a 7200 rpm disk:
+    // milliseconds, not the microseconds of page writeback alone.
+    assert!(
+        sync["lat_ns"]["min"].as_u64().unwrap() > 1_000_000,
+        "{sync}"
+    );
+    assert_eq!(sync["lat_ns"]["N"], 16);
+    // Together with fsync= it is refused, naming the option.
+    std::fs::write(&job, format!("{text}fsync=2\n")).unwrap();
+    let (ok, _, err) = iostack(&base);
+    assert!(!ok && err.contains("fdatasync"), "{err}");
+}

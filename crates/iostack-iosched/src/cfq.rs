@@ -142,6 +142,18 @@ pub static TUNABLES: &[TunableDef] = &[
         doc: "cfq_latency: throttle async dispatch after sync I/O and (2.6.33+) scale \
               slices to the 300 ms target latency.",
     },
+    TunableDef {
+        name: "iosched/cfq/yield",
+        unit: Unit::Bool,
+        default: |_| 0,
+        min: 0,
+        max: 1,
+        doc: "Jeff Moyer's blk_yield series (v4, April 2010; never merged): \
+              elevator_yield_fn in CFQ (cfq_yield marks the caller's active sync queue \
+              to yield to a task; cfq_select_queue expires it once it has nothing \
+              queued and serves that task's queue), called from jbd's and jbd2's \
+              log_wait_commit with the journal thread. 0: vanilla.",
+    },
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -171,6 +183,8 @@ pub struct CfqConfig {
     pub slice_idle: i64,
     pub group_idle: i64,
     pub latency: bool,
+    /// The blk_yield series (`iosched/cfq/yield`).
+    pub yield_: bool,
 }
 
 impl CfqConfig {
@@ -221,6 +235,7 @@ impl CfqConfig {
             slice_idle,
             group_idle,
             latency: t.get_bool("iosched/cfq/low_latency"),
+            yield_: t.get_bool("iosched/cfq/yield"),
         }
     }
 }
@@ -286,6 +301,9 @@ struct Cfqq {
     last_request_pos: Sector,
     seek: SeekStat,
     seek_history: u32,
+    /// `cfq_cfqq_yield` with `cfqq->yield_to`: the pid to yield to (the
+    /// blk_yield series).
+    yield_to: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -793,6 +811,7 @@ impl Cfq {
             return;
         };
         self.log(ctx, q, &format!("slice expired t={}", timed_out as u8));
+        self.queues[q].yield_to = None;
         if self.queues[q].wait_request {
             self.idle_timer = None;
         }
@@ -839,6 +858,11 @@ impl Cfq {
     /// `cfq_select_queue`.
     fn select_queue(&mut self, ctx: &mut ElvCtx, j: i64) -> Option<usize> {
         if let Some(q) = self.active {
+            if let Some(to) = self.queues[q].yield_to {
+                if self.queues[q].sort_list.is_empty() {
+                    return self.select_yield(ctx, q, to, j);
+                }
+            }
             let mut expire = false;
             if self.slice_used(q, j) && !self.queues[q].must_dispatch {
                 if self.v() != CfqVersion::V2632
@@ -879,6 +903,32 @@ impl Cfq {
         let q = self.get_next_queue();
         self.set_active_queue(ctx, q);
         q
+    }
+
+    /// The blk_yield series' branch of `cfq_select_queue`: a queue marked to
+    /// yield with nothing queued expires at once, and the task it yields to is
+    /// served next if its sync queue is busy (v4: "yielded to a specific
+    /// task"); otherwise the next queue as usual.
+    fn select_yield(&mut self, ctx: &mut ElvCtx, q: usize, to: u32, j: i64) -> Option<usize> {
+        self.log(ctx, q, &format!("yield to {to}: expire"));
+        self.slice_expired(ctx, false, j);
+        let target = self.cics.get(&to).and_then(|c| c.sync_q);
+        if let Some(tq) = target.filter(|&tq| self.queues[tq].on_rr) {
+            if self.v() != CfqVersion::V2632 {
+                self.choose_service_tree(ctx, j);
+            }
+            self.set_active_queue(ctx, Some(tq));
+            return Some(tq);
+        }
+        if self.busy_queues == 0 {
+            return None;
+        }
+        if self.v() != CfqVersion::V2632 {
+            self.choose_service_tree(ctx, j);
+        }
+        let next = self.get_next_queue();
+        self.set_active_queue(ctx, next);
+        next
     }
 
     /// `cfq_may_dispatch`.
@@ -1626,6 +1676,28 @@ impl Elevator for Cfq {
             self.log(ctx, q, &format!("activate rq, drv={drv}"));
         }
         self.last_position = r.end_sector();
+    }
+
+    /// `cfq_yield` (the blk_yield series, PATCH 2/4 v4; from the cover
+    /// letter and the v3 discussion, the patch text not found): the caller's
+    /// sync queue, if it is the active one, is marked to yield to `to`, whose
+    /// io context must exist (a task that never did I/O has none); a queue
+    /// idling for its next request is kicked so that `cfq_select_queue` acts.
+    fn yield_queue(&mut self, ctx: &mut ElvCtx, from: u32, to: u32) {
+        if !self.cfg.yield_ || !self.cics.contains_key(&to) {
+            return;
+        }
+        let Some(q) = self.cics.get(&from).and_then(|c| c.sync_q) else {
+            return;
+        };
+        if self.active != Some(q) {
+            return;
+        }
+        self.log(ctx, q, &format!("yielding queue to {to}"));
+        self.queues[q].yield_to = Some(to);
+        if self.queues[q].sort_list.is_empty() {
+            ctx.kick_now();
+        }
     }
 
     /// `cfq_completed_request`.

@@ -74,6 +74,12 @@ pub struct WorkloadDef {
     pub fio: Option<String>,
     /// A Bonnie command line (its options, as `iostack bonnie` takes them).
     pub bonnie: Option<String>,
+    /// An iozone command line (its options, e.g. `-s 64 -e -i 0`): its first
+    /// row's processes, named by iozone's columns (`write`, `rewrite`, ...).
+    pub iozone: Option<String>,
+    /// An fs_mark command line; its processes (one per file, named `fs_mark`)
+    /// run before the iozone ones when both are given.
+    pub fs_mark: Option<String>,
     /// Fixed pid and CPU of the (first) process, to mirror a published trace.
     pub pid: Option<u32>,
     pub cpu: Option<u32>,
@@ -84,6 +90,8 @@ pub struct WorkloadDef {
 pub struct Variant {
     pub name: String,
     pub description: Option<String>,
+    /// A machine preset for this variant instead of the experiment's.
+    pub machine: Option<Spanned<String>>,
     pub kernel: Option<Spanned<String>>,
     pub scheduler: Option<Spanned<String>>,
     #[serde(default)]
@@ -202,13 +210,16 @@ impl Experiment {
             }
         }
         let w = &self.workload;
-        if [w.dd.is_some(), w.fio.is_some(), w.bonnie.is_some()]
+        let tools = w.iozone.is_some() || w.fs_mark.is_some();
+        if [w.dd.is_some(), w.fio.is_some(), w.bonnie.is_some(), tools]
             .iter()
             .filter(|&&x| x)
             .count()
             != 1
         {
-            let msg = "needs exactly one of 'dd', 'fio' or 'bonnie'".to_string();
+            let msg =
+                "needs exactly one of 'dd', 'fio', 'bonnie', or 'iozone' and/or 'fs_mark'"
+                    .to_string();
             return Err(self.err::<()>(None, "[workload]", msg));
         }
         for m in &self.metrics {
@@ -287,6 +298,19 @@ pub const METRICS: &[(&str, MetricFn)] = &[
     ("rewrite_cpu_pct", |r, _| bonnie_col(r, "rewrite").1),
     ("block_read_KBps", |r, _| bonnie_col(r, "block_read").0),
     ("block_read_cpu_pct", |r, _| bonnie_col(r, "block_read").1),
+    // fs_mark's Files/sec of one thread and one iteration: its files (the
+    // processes named `fs_mark`) over the time from the first creat to the
+    // end of the last file.
+    ("files_per_s", |r, _| {
+        let files = || r.procs.iter().filter(|p| p.name == "fs_mark");
+        let n = files().count();
+        let start = files().map(|p| p.start).min();
+        let end = files().map(|p| p.end).max();
+        match (start, end) {
+            (Some(s), Some(e)) if e > s => n as f64 / (e.since(s).as_ns() as f64 / 1e9),
+            _ => 0.0,
+        }
+    }),
     ("extents", |r, j| {
         r.files
             .iter()
@@ -329,8 +353,9 @@ impl Experiment {
     /// The machine of a variant: the preset with the experiment's and the
     /// variant's `machine_set` lines applied, each error at its line.
     fn machine_of(&self, v: &Variant) -> Result<Machine, SimError> {
-        let preset = machine::preset(self.machine.get_ref())
-            .map_err(|e| e.at(&self.path, self.line(&self.machine)))?;
+        let name = v.machine.as_ref().unwrap_or(&self.machine);
+        let preset =
+            machine::preset(name.get_ref()).map_err(|e| e.at(&self.path, self.line(name)))?;
         let mut m = preset.clone();
         for l in self.machine_set.iter().chain(v.machine_set.iter()) {
             let at = |e: machine::MachineError| e.at(&self.path, self.line(l));
@@ -413,6 +438,7 @@ impl Experiment {
                 let spec = iostack_workload::parse_bonnie_args(&args)?;
                 crate::bonnie::bonnie_procs(&spec, m)?
             }
+            (None, _) if self.workload.fio.is_none() => self.tool_procs(m)?,
             (None, Some((path, text))) => {
                 frontend::fio_procs_from_text_env(path, text, m, v.env.clone())?.procs
             }
@@ -426,6 +452,29 @@ impl Experiment {
             first.cpu = self.workload.cpu.or(first.cpu);
         }
         procs.extend(work);
+        Ok(procs)
+    }
+
+    /// The processes of the fs_mark and iozone command lines: fs_mark's files,
+    /// then iozone's first row, its first process after everything before (a
+    /// machine that has run fs_mark: the journal thread has done I/O, as on a
+    /// running system).
+    fn tool_procs(&self, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
+        let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let mut procs = Vec::new();
+        if let Some(cmd) = &self.workload.fs_mark {
+            let spec = iostack_workload::parse_fs_mark_args(&args(cmd))?;
+            procs.extend(crate::tools::fs_mark_run(&spec, m)?.procs);
+        }
+        if let Some(cmd) = &self.workload.iozone {
+            let spec = iostack_workload::parse_iozone_args(&args(cmd))?;
+            let rows = crate::tools::iozone_rows(&spec, m)?;
+            let base = procs.len();
+            procs.extend(rows.into_iter().next().map(|r| r.procs).unwrap_or_default());
+            if let Some(first) = procs.get_mut(base).filter(|_| base > 0) {
+                first.stonewall = true;
+            }
+        }
         Ok(procs)
     }
 

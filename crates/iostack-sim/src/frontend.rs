@@ -700,6 +700,11 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
     }
+    if j.fsync > 0 && j.fdatasync > 0 {
+        let msg =
+            "fsync= and fdatasync= together (two sync counters) are not modelled yet".to_string();
+        return Err(at.err(Some("fdatasync"), msg));
+    }
     Ok(())
 }
 

@@ -235,12 +235,12 @@ impl Simulation {
         let (started, actions) = j.journal.log_start_commit(tid);
         let barrier = j.journal.config().barrier;
         if started {
-            if !j.journal.committed(tid) {
-                j.commit_waiters.push((task, tid));
-                self.tasks.block(task, Blocked::OnJournal);
-            }
+            let wait = !j.journal.committed(tid);
             self.journal_actions(actions, now);
-            return self.tasks.blocked(task) != Blocked::OnJournal;
+            if wait {
+                self.log_wait_commit(task, tid, now);
+            }
+            return !wait;
         }
         if !barrier {
             return true;
@@ -255,6 +255,18 @@ impl Simulation {
             self.unplug(task, now);
         }
         false
+    }
+
+    /// `log_wait_commit`: with the blk_yield series the caller first yields
+    /// the queue to the journal thread (`blk_yield(journal->j_dev's queue,
+    /// journal->j_task)`, PATCH 3/4), then sleeps until `tid` has committed.
+    fn log_wait_commit(&mut self, task: TaskId, tid: Tid, now: Instant) {
+        let ctx = self.tasks.get(task).ctx();
+        self.queue
+            .blk_yield(now, ctx, KJOURNALD_PID, &mut self.tracer, &mut self.out);
+        let j = self.jbd.as_mut().expect("journal");
+        j.commit_waiters.push((task, tid));
+        self.tasks.block(task, Blocked::OnJournal);
     }
 
     /// One step of kjournald: submit what it queued, or, with no I/O in

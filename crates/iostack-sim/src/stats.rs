@@ -123,6 +123,9 @@ pub struct ProcResult {
     /// Times the task slept and was woken (on its I/O, a request, a page or
     /// congestion): fio's `ctx`.
     pub ctx: u64,
+    /// fsyncs/fdatasyncs of `fsync=N`/`fdatasync=N` done (fio's sync
+    /// `total_ios`).
+    pub syncs: u64,
 }
 
 impl ProcResult {
@@ -140,6 +143,7 @@ impl ProcResult {
             error: None,
             sys_ns: 0,
             ctx: 0,
+            syncs: 0,
         }
     }
 

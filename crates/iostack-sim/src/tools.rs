@@ -3,10 +3,12 @@
 //! report needs to know of them. Options the simulator cannot carry out are
 //! refused here, by name, with the reason.
 //!
-//! Neither tool's metadata work is simulated: creating a file costs no I/O (no
-//! inode, bitmap or directory block is written) and fsync is the page
-//! writeback of the file and the wait for it, with no journal commit and no
-//! cache flush, until jbd/jbd2 are wired into fsync. The reports say so.
+//! On ext3 the journal runs: creating and growing a file open handles
+//! (inode and block bitmaps, group descriptor, inode table, indirect blocks;
+//! no directory blocks), and fsync commits the inode's transaction through
+//! kjournald (`ext3_sync_file`). On ext2, ext4 and XFS (whose journals are not
+//! run yet) fsync is the page writeback of the file and the wait for it. The
+//! reports say so.
 
 use crate::frontend::target_of;
 use crate::machine::Machine;
@@ -15,8 +17,9 @@ use crate::SimError;
 use iostack_workload::{FsMarkError, FsMarkSpec, IozoneError, IozoneSpec};
 
 /// What the reports print beside the numbers about what was not simulated.
-pub const NOT_MODELLED_FSYNC: &str = "fsync is simulated as page writeback and the wait for \
-     it; journal commits (jbd/jbd2) and cache flushes are not modelled yet";
+pub const NOT_MODELLED_FSYNC: &str = "fsync on ext3 commits its journal (kjournald, barrier= \
+     as mounted); on ext2, ext4 and XFS it is page writeback and the wait for it (jbd2 and \
+     XFS's log are not run yet); directory blocks are not modelled";
 
 /// The pid iozone's processes share: one process runs every test of a row.
 const IOZONE_PID: u32 = 1000;

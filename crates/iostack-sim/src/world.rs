@@ -38,6 +38,9 @@ pub struct IoEvent {
 /// Per-I/O observer (statistics front ends); called in event order.
 pub trait IoObserver: std::any::Any {
     fn io_done(&mut self, proc_index: usize, io: &IoEvent);
+    /// An fsync or fdatasync of the job's `fsync=N`/`fdatasync=N` returned
+    /// after `lat_ns` (fio's `DDIR_SYNC` io_u; not the final `end_fsync`).
+    fn sync_done(&mut self, _proc_index: usize, _lat_ns: u64) {}
 }
 
 /// What a run hands back: results, the attached sinks, and the I/O observer.
@@ -184,6 +187,9 @@ pub(crate) struct Proc {
     pub(crate) jflush: bool,
     /// The fsync in progress is an fdatasync.
     pub(crate) datasync: bool,
+    /// When the fsync of `fsync=N` in progress was issued (fio counts and
+    /// times it; `end_fsync`'s is not).
+    pub(crate) sync_issued: Option<Instant>,
     /// fio's think time and rate state.
     pub(crate) pace: crate::pace::Pace,
     /// The file was opened (`td_io_open_file`: invalidate and fadvise done).
@@ -619,6 +625,7 @@ impl Simulation {
                 jwait: false,
                 jflush: false,
                 datasync: false,
+                sync_issued: None,
                 pace: Default::default(),
                 opened: false,
                 ra_random: false,
@@ -1369,6 +1376,7 @@ impl Simulation {
             p.writes_since_fsync += 1;
             if p.spec.fsync_every > 0 && p.writes_since_fsync >= p.spec.fsync_every {
                 p.writes_since_fsync = 0;
+                p.sync_issued = Some(now);
                 p.datasync = p.spec.datasync;
                 let map = p.map;
                 self.start_fsync(pi, map);
@@ -1421,6 +1429,14 @@ impl Simulation {
     /// fsync returned: go on with the job, or end it.
     fn fsync_finished(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
+        let p = &mut self.procs[pi as usize];
+        p.datasync = false;
+        if let Some(at) = p.sync_issued.take() {
+            p.result.syncs += 1;
+            if let Some(o) = self.observer.as_mut() {
+                o.sync_done(pi as usize, now.since(at).as_ns());
+            }
+        }
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
         }

@@ -34,6 +34,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "percentage_random=50",
         "nrfiles=4",
         "filesize=1m",
+        "fsync_on_close=1",
         "ramp_time=2s",
         "verify=md5",
         "zonemode=strided",
