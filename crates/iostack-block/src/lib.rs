@@ -22,6 +22,7 @@ pub mod mq;
 mod queue;
 mod request;
 pub use iostack_core::Slab;
+mod tracepoint;
 mod tunables;
 
 pub use bio::{Bio, BioId, BioSlab};

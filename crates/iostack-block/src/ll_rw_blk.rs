@@ -28,9 +28,7 @@ pub use crate::elevator24::Elevator24;
 use crate::elevator24::{BhPos, Merge24, Rq24};
 use crate::limits::Partition;
 use crate::queue::{BlockOut, BlockWork, CompletedBio, Ctx, QueueEvent, QueueStats, Submit};
-use iostack_core::{
-    Action, DevT, Pdu, ReqFlags, Sector, Slab, TaskId, TraceMask, TraceRecord, Tracer,
-};
+use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, Slab, TaskId, TraceMask, Tracer};
 use iostack_des::Instant;
 use iostack_device::{Device, DeviceCmd};
 use std::collections::{BTreeMap, VecDeque};
@@ -712,70 +710,37 @@ impl Ll24Queue {
         pdu: Pdu,
         tr: &mut Tracer,
     ) {
-        if !tr.enabled() {
-            return;
-        }
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu: b.cpu,
-            pid: b.pid,
-            action,
-            sector,
-            bytes: sectors * 512,
-            flags: b.flags.intersect(self.cfg.trace_mask.bio),
-            is_request: false,
-            error: 0,
-            pdu,
-        });
+        let dm = (self.cfg.disk, self.cfg.trace_mask);
+        crate::tracepoint::trace_bio_range(tr, dm, now, b, (sector, sectors), action, pdu);
     }
 
     fn trace_rq(&self, now: Instant, id: u32, ctx: Ctx, action: Action, tr: &mut Tracer) {
-        if !tr.enabled() {
-            return;
-        }
         let r = self.rq(id);
         let flags = if r.write {
             ReqFlags::WRITE
         } else {
             ReqFlags::READ
         };
-        let (pid, cpu) = match action {
-            Action::GetRq | Action::Insert => (self.slot(id).pid, self.slot(id).cpu),
-            _ => (ctx.pid, ctx.cpu),
+        // G and I are traced in the submitter's context.
+        let ctx = match action {
+            Action::GetRq | Action::Insert => Ctx {
+                pid: self.slot(id).pid,
+                cpu: self.slot(id).cpu,
+            },
+            _ => ctx,
         };
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu,
-            pid,
-            action,
+        let point = crate::tracepoint::RqPoint {
+            ctx,
             sector: r.sector,
-            bytes: r.nr_sectors * 512,
-            flags: flags.intersect(self.cfg.trace_mask.rq),
+            sectors: r.nr_sectors,
+            flags,
             is_request: !matches!(action, Action::GetRq),
-            error: 0,
-            pdu: Pdu::None,
-        });
+        };
+        crate::tracepoint::trace_rq(tr, (self.cfg.disk, self.cfg.trace_mask), now, point, action);
     }
 
     fn trace_simple(&self, now: Instant, ctx: Ctx, action: Action, pdu: Pdu, tr: &mut Tracer) {
-        if !tr.enabled() {
-            return;
-        }
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu: ctx.cpu,
-            pid: ctx.pid,
-            action,
-            sector: 0,
-            bytes: 0,
-            flags: ReqFlags::READ,
-            is_request: false,
-            error: 0,
-            pdu,
-        });
+        crate::tracepoint::trace_simple(tr, self.cfg.disk, now, ctx, action, pdu);
     }
 
     // ---------------------------------------------------------------------------

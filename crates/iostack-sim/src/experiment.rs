@@ -217,9 +217,8 @@ impl Experiment {
             .count()
             != 1
         {
-            let msg =
-                "needs exactly one of 'dd', 'fio', 'bonnie', or 'iozone' and/or 'fs_mark'"
-                    .to_string();
+            let msg = "needs exactly one of 'dd', 'fio', 'bonnie', or 'iozone' and/or 'fs_mark'"
+                .to_string();
             return Err(self.err::<()>(None, "[workload]", msg));
         }
         for m in &self.metrics {

@@ -44,7 +44,7 @@ use crate::bio::{BioId, BioSlab};
 use crate::limits::{Partition, QueueLimits};
 use crate::queue::{Ctx, QueueConfig, QueueStats};
 use crate::request::{RequestPool, RqId};
-use iostack_core::{Action, DevT, Pdu, ReqFlags, Sector, TaskId, TraceMask, TraceRecord, Tracer};
+use iostack_core::{Action, DevT, Pdu, Sector, TaskId, TraceMask, Tracer};
 use iostack_des::Instant;
 use iostack_device::Device;
 use std::collections::{BTreeMap, VecDeque};
@@ -313,61 +313,30 @@ impl MqQueue {
     // Tracing (`kernel/trace/blktrace.c`).
 
     fn trace_bio(&self, now: Instant, b: &crate::Bio, action: Action, pdu: Pdu, tr: &mut Tracer) {
-        if !tr.enabled() {
-            return;
-        }
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu: b.cpu,
-            pid: b.pid,
+        crate::tracepoint::trace_bio(
+            tr,
+            (self.cfg.disk, self.cfg.trace_mask),
+            now,
+            b,
             action,
-            sector: b.sector,
-            bytes: (b.sectors as u64 * 512) as u32,
-            flags: b.flags.intersect(self.cfg.trace_mask.bio),
-            is_request: false,
-            error: 0,
             pdu,
-        });
+        );
     }
 
     fn trace_rq(&self, now: Instant, rq: RqId, ctx: Ctx, action: Action, tr: &mut Tracer) {
-        if !tr.enabled() {
-            return;
-        }
         let r = self.rqs.get(rq);
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu: ctx.cpu,
-            pid: ctx.pid,
-            action,
+        let point = crate::tracepoint::RqPoint {
+            ctx,
             sector: r.sector,
-            bytes: (r.sectors as u64 * 512) as u32,
-            flags: r.flags.intersect(self.cfg.trace_mask.rq),
+            sectors: r.sectors,
+            flags: r.flags,
             is_request: true,
-            error: 0,
-            pdu: Pdu::None,
-        });
+        };
+        crate::tracepoint::trace_rq(tr, (self.cfg.disk, self.cfg.trace_mask), now, point, action);
     }
 
     fn trace_simple(&self, now: Instant, ctx: Ctx, action: Action, pdu: Pdu, tr: &mut Tracer) {
-        if !tr.enabled() {
-            return;
-        }
-        tr.block(TraceRecord {
-            time: now,
-            dev: self.cfg.disk,
-            cpu: ctx.cpu,
-            pid: ctx.pid,
-            action,
-            sector: 0,
-            bytes: 0,
-            flags: ReqFlags::READ,
-            is_request: false,
-            error: 0,
-            pdu,
-        });
+        crate::tracepoint::trace_simple(tr, self.cfg.disk, now, ctx, action, pdu);
     }
 
     // ---------------------------------------------------------------------------
