@@ -904,6 +904,7 @@ impl Simulation {
                 Backing::Raw { dev, .. } => dev,
             };
             let flags = match s.dir {
+                Dir::Read if s.plan.read_sync => ReqFlags::READ | ReqFlags::SYNC,
                 Dir::Read => ReqFlags::READ,
                 Dir::Write => self.write_flags,
             };
@@ -1216,6 +1217,12 @@ impl Simulation {
                 dio_holes(&self.cfg),
                 plan,
             ),
+            // 6.x: block/fops.c's blkdev_direct_IO, bios of BIO_MAX_VECS
+            // pages that blk_mq_submit_bio splits at the queue limits.
+            Backing::Raw { size, .. } if !self.cfg.tunables.profile().single_queue() => {
+                let sync = self.procs[pi as usize].spec.engine == Engine::Sync;
+                iostack_fs::blkdev_dio::build(size, dir == Dir::Write, sync, offset, len, plan)
+            }
             Backing::Raw { size, .. } => {
                 let mut raw = RawBdev::new(size, self.raw.blkbits());
                 dio::build(

@@ -425,14 +425,15 @@ impl MqQueue {
             let bio = self.bios.free(b);
             self.stats.bios_completed += 1;
             self.stats.bytes_completed += bio.bytes();
-            out.completed.push(CompletedBio {
+            let c = CompletedBio {
                 owner: bio.owner,
                 sector: bio.sector,
                 bytes: bio.bytes(),
                 flags: bio.flags,
                 submitted_at: bio.submitted_at,
                 error: 0,
-            });
+            };
+            self.end_bio(b, c, &mut out.completed);
             next = bio.next;
         }
     }

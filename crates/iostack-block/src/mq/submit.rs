@@ -41,12 +41,6 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> Submit {
-        assert!(
-            bio.sectors <= self.cfg.limits.max_sectors || bio.sectors == 0,
-            "bio of {} sectors over max_sectors {}: bio splitting is not modelled",
-            bio.sectors,
-            self.cfg.limits.max_sectors
-        );
         bio.submitted_at = now;
         bio.next = None;
         self.partition_remap(now, &mut bio, tr);
@@ -75,9 +69,31 @@ impl MqQueue {
         self.stats.bios_queued += 1;
         self.stats.bytes_queued += bio.bytes();
         let id = self.bios.alloc(bio);
-        let r = self.mq_submit_bio(now, id, tr, out);
+        let r = self.submit_split(now, id, tr, out);
         self.check();
         r
+    }
+
+    /// `__submit_bio_noacct`'s loop for one bio: `blk_mq_submit_bio` splits
+    /// it at the limits and takes the front part; the remainder, first on
+    /// `current->bio_list`, follows. A front part asleep for a tag keeps the
+    /// remainder for its wake-up (`retry_sleeper`).
+    fn submit_split(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Submit {
+        loop {
+            let Some(front) = self.split_to_limits(now, id, tr) else {
+                return self.mq_submit_bio(now, id, tr, out);
+            };
+            if self.mq_submit_bio(now, front, tr, out) == Submit::Sleeping {
+                self.split_rest.insert(front.0, id);
+                return Submit::Sleeping;
+            }
+        }
     }
 
     /// `blk_partition_remap`: A, and the sector moves to the whole disk.
@@ -159,6 +175,11 @@ impl MqQueue {
         match self.alloc_request(now, id, tr) {
             Some(rq) => {
                 self.submit_rq(now, rq, tr, out);
+                if let Some(rest) = self.split_rest.remove(&id.0) {
+                    if self.submit_split(now, rest, tr, out) == Submit::Sleeping {
+                        return;
+                    }
+                }
                 out.woken.push(b.owner.task);
             }
             None => {
