@@ -1216,7 +1216,12 @@ impl Simulation {
                 self.bio_limits,
                 dio_holes(&self.cfg),
                 plan,
-            ),
+            )
+            .map(|()| {
+                // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
+                // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
+                plan.read_sync = !self.cfg.tunables.profile().single_queue();
+            }),
             // 6.x: block/fops.c's blkdev_direct_IO, bios of BIO_MAX_VECS
             // pages that blk_mq_submit_bio splits at the queue limits.
             Backing::Raw { size, .. } if !self.cfg.tunables.profile().single_queue() => {
