@@ -813,7 +813,10 @@ impl RequestQueue {
     /// The entry of `rq` under `end` is one of the overflow entries (two
     /// requests ending at the same sector), or there is none.
     fn rqhash_del_overflow(&mut self, end: Sector, rq: RqId) {
-        let at = self.hash_overflow.iter().position(|&(e, r)| e == end && r == rq);
+        let at = self
+            .hash_overflow
+            .iter()
+            .position(|&(e, r)| e == end && r == rq);
         if let Some(i) = at {
             self.hash_overflow.remove(i);
             self.rqs.get_mut(rq).on_hash = false;
