@@ -498,8 +498,10 @@ impl MqQueue {
             return self.sched_try_merge(now, id, tr, out);
         }
         let cpu = self.bio(id).cpu as usize % self.ctxs.len();
-        let candidates: Vec<RqId> = self.ctxs[cpu].iter().rev().take(8).copied().collect();
-        for rq in candidates {
+        // The list does not change while bios merge into its requests.
+        let len = self.ctxs[cpu].len();
+        for k in 1..=len.min(8) {
+            let rq = self.ctxs[cpu][len - k];
             match self.attempt_merge_into(now, rq, id, tr) {
                 BioMerge::Ok => return true,
                 BioMerge::Failed => return false,
