@@ -10,6 +10,7 @@ pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod elv_rb;
+pub mod kyber;
 pub mod linus24;
 pub mod mq_deadline;
 pub mod noop;
@@ -164,14 +165,17 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
     },
     SchedulerDesc {
         name: "kyber",
-        doc: "token-based latency targets (block/kyber-iosched.c): not modelled",
+        doc: "token domains (read, write, discard, other) with depths adapted to the read \
+              and write latency targets, per-CPU queues, round-robin batches \
+              (block/kyber-iosched.c, 6.x)",
         kernels: "4.12+",
         in_profile: blk_mq,
-        tunables: &[],
-        build: Build::NotModelled(
-            "Kyber (token domains, latency histograms and adaptive depths) is not \
-             modelled yet; use none or mq-deadline",
-        ),
+        tunables: kyber::TUNABLES,
+        build: Build::Mq(|t| {
+            Some(Box::new(kyber::Kyber::new(
+                kyber::KyberConfig::from_tunables(t),
+            )))
+        }),
     },
 ];
 
@@ -300,7 +304,7 @@ mod tests {
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V2_4), ["elevator_linus", "elevator_noop"]);
-        assert_eq!(names(Profile::V6), ["none", "mq-deadline"]);
+        assert_eq!(names(Profile::V6), ["none", "mq-deadline", "kyber"]);
     }
 
     #[test]
@@ -336,8 +340,7 @@ mod tests {
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
         let e = mq_by_name("bfq", &t(Profile::V6, &[])).err().unwrap();
         assert!(e.contains("not modelled"), "{e}");
-        let e = mq_by_name("kyber", &t(Profile::V6, &[])).err().unwrap();
-        assert!(e.contains("not modelled"), "{e}");
+        assert!(mq_by_name("kyber", &t(Profile::V6, &[])).unwrap().is_some());
         assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
         let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();
         assert!(e.contains("not in kernel 3.10"), "{e}");

@@ -214,6 +214,9 @@ pub struct MqQueue {
     /// Flush requests in flight and whether each borrows its first waiter's
     /// driver tag (no scheduler).
     borrowed_tag: Vec<(RqId, bool)>,
+    /// The scheduler's timer as armed, and its generation.
+    elv_timer_at: Option<Instant>,
+    elv_timer_gen: u64,
 }
 
 impl MqQueue {
@@ -251,6 +254,8 @@ impl MqQueue {
             flush_list: Vec::new(),
             requeue_pending: false,
             borrowed_tag: Vec::new(),
+            elv_timer_at: None,
+            elv_timer_gen: 0,
             budget: dev.dispatch_budget(),
             ctxs: vec![VecDeque::new(); cfg.nr_cpus as usize],
             cpu_hctx,

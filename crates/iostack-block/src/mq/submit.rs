@@ -473,11 +473,18 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        if self.elv.is_some() {
-            return self.sched_try_merge(now, id, tr, out);
-        }
         let cpu = self.bio(id).cpu as usize % self.ctxs.len();
-        let candidates: Vec<RqId> = self.ctxs[cpu].iter().rev().take(8).copied().collect();
+        let candidates: Vec<RqId> = match self.elv.as_ref() {
+            Some(e) => {
+                let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
+                match e.bio_merge_list(h, cpu as u32, flags) {
+                    // blk_bio_list_merge: the last 8 of the list, newest first.
+                    Some(list) => list.into_iter().rev().take(8).collect(),
+                    None => return self.sched_try_merge(now, id, tr, out),
+                }
+            }
+            None => self.ctxs[cpu].iter().rev().take(8).copied().collect(),
+        };
         for rq in candidates {
             match self.attempt_merge_into(now, rq, id, tr) {
                 BioMerge::Ok => return true,
