@@ -575,6 +575,10 @@ impl MqElevator for Kyber {
         out.append(&mut self.woken);
     }
 
+    fn cost(&self) -> iostack_block::SchedCost {
+        crate::cost::KYBER
+    }
+
     fn queued(&self) -> usize {
         self.queued
     }

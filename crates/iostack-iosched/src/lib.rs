@@ -8,6 +8,7 @@
 
 pub mod anticipatory;
 pub mod cfq;
+pub mod cost;
 pub mod deadline;
 pub mod elv_rb;
 pub mod kyber;

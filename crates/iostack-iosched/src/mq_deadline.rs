@@ -388,6 +388,10 @@ impl MqElevator for MqDeadline {
         self.per_prio[prio_of(rqs.get(rq).ioprio)].completed += 1;
     }
 
+    fn cost(&self) -> iostack_block::SchedCost {
+        crate::cost::MQ_DEADLINE
+    }
+
     fn queued(&self) -> usize {
         self.per_prio
             .iter()

@@ -128,6 +128,7 @@ impl MqQueue {
                 if !self.get_budget() {
                     break;
                 }
+                self.sched_cpu(now, self.cost.dispatch_ns, out);
                 let Some(rq) = self
                     .elv
                     .as_mut()
@@ -458,6 +459,7 @@ impl MqQueue {
             if let Some(e) = self.elv.as_mut() {
                 e.finish_request(&self.rqs, rq);
             }
+            self.sched_cpu(now, self.cost.completion_ns, out);
             self.run_woken_hctxs(now, tr, out);
         }
         if self.last_merge == Some(rq) {

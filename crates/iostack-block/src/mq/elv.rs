@@ -214,6 +214,7 @@ impl MqQueue {
             }
         }
         self.trace_rq(now, rq, ctx, Action::Insert, tr);
+        self.sched_cpu(now, self.cost.insert_ns, out);
         let h = self.mq(rq).hctx;
         self.rqs.get_mut(rq).sorted = true;
         self.mq_mut(rq).loc = Loc::Sched;

@@ -10,6 +10,23 @@ use crate::request::{RequestPool, RqId};
 use iostack_core::ReqFlags;
 use iostack_des::Instant;
 
+/// CPU time a scheduler's hooks take per request, in ns, and whether they
+/// run under one lock for the whole queue (mq-deadline's `dd->lock`, BFQ's
+/// `bfqd->lock`), on which callers from other CPUs spin. The numbers and
+/// their sources are in `iostack_iosched::cost`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedCost {
+    /// `bio_merge` (`dd_bio_merge`, `bfq_bio_merge`, `kyber_bio_merge`).
+    pub bio_merge_ns: u64,
+    /// `insert_requests`, per request.
+    pub insert_ns: u64,
+    /// One `dispatch_request` call.
+    pub dispatch_ns: u64,
+    /// `completed_request` and `finish_request`.
+    pub completion_ns: u64,
+    pub queue_lock: bool,
+}
+
 pub trait MqElevator {
     fn name(&self) -> &'static str;
     /// `limit_depth`: the scheduler tags a request of these flags may hold
@@ -70,6 +87,10 @@ pub trait MqElevator {
     /// Hardware queues a hook woke (`kyber_domain_wake` →
     /// `blk_mq_run_hw_queue(hctx, true)`), taken after each hook.
     fn take_wakeups(&mut self, _out: &mut Vec<u16>) {}
+    /// What its hooks cost on the CPU.
+    fn cost(&self) -> SchedCost {
+        SchedCost::default()
+    }
     /// Requests held inside the scheduler (for invariant checks).
     fn queued(&self) -> usize;
 }

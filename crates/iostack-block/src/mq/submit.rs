@@ -474,6 +474,9 @@ impl MqQueue {
         out: &mut BlockOut,
     ) -> bool {
         let cpu = self.bio(id).cpu as usize % self.ctxs.len();
+        if self.elv.is_some() {
+            self.sched_cpu(now, self.cost.bio_merge_ns, out);
+        }
         let candidates: Vec<RqId> = match self.elv.as_ref() {
             Some(e) => {
                 let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
