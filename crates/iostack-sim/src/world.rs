@@ -1516,7 +1516,7 @@ impl Simulation {
         if self.cur_task == Some(task) && self.out.cpu_ns > 0 {
             let d = Duration(std::mem::take(&mut self.out.cpu_ns));
             self.charge_sys(task, d);
-            at = at + d;
+            at += d;
         }
         self.evq.schedule(at, Ev::Task(task));
     }
