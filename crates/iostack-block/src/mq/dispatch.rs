@@ -544,6 +544,11 @@ impl MqQueue {
             e.take_wakeups(&mut woken);
         }
         for h in woken {
+            if h == super::ALL_HCTXS {
+                let k = self.kblockd;
+                self.run_hw_queues(now, true, k, tr, out);
+                continue;
+            }
             let irq = self.irq_ctx(h);
             self.run_hw_queue(now, h, true, irq, tr, out);
         }

@@ -37,7 +37,7 @@ mod sched;
 mod submit;
 mod tags;
 
-pub use sched::{MqElevator, SchedCost};
+pub use sched::{MqElevator, SchedCost, ALL_HCTXS};
 pub use tags::Tags;
 
 use crate::bio::{BioId, BioSlab};
@@ -225,7 +225,10 @@ pub struct MqQueue {
 impl MqQueue {
     /// `blk_mq_init_queue` over the device's tag set, with scheduler `elv`
     /// (`None` is `none`).
-    pub fn new(cfg: MqConfig, elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
+    pub fn new(cfg: MqConfig, mut elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
+        if let Some(e) = elv.as_mut() {
+            e.set_nonrot(!dev.rotational());
+        }
         let nr_hw = dev.nr_hw_queues().clamp(1, cfg.nr_cpus);
         let depth = dev.queue_depth();
         let nr_requests = match (&elv, cfg.nr_requests) {

@@ -27,8 +27,14 @@ pub struct SchedCost {
     pub queue_lock: bool,
 }
 
+/// `take_wakeups`: every hardware queue.
+pub const ALL_HCTXS: u16 = u16::MAX;
+
 pub trait MqElevator {
     fn name(&self) -> &'static str;
+    /// Told once at queue setup whether the device is non-rotational
+    /// (`blk_queue_nonrot`), as BFQ reads it.
+    fn set_nonrot(&mut self, _nonrot: bool) {}
     /// `limit_depth`: the scheduler tags a request of these flags may hold
     /// (`data->shallow_depth`); `nr_requests` is the whole sched tag depth.
     fn limit_depth(&self, _flags: ReqFlags, nr_requests: u32) -> u32 {
@@ -85,7 +91,8 @@ pub trait MqElevator {
     }
     fn timer_fired(&mut self, _now: Instant) {}
     /// Hardware queues a hook woke (`kyber_domain_wake` →
-    /// `blk_mq_run_hw_queue(hctx, true)`), taken after each hook.
+    /// `blk_mq_run_hw_queue(hctx, true)`; `ALL_HCTXS` for
+    /// `blk_mq_run_hw_queues(q, true)`), taken after each hook.
     fn take_wakeups(&mut self, _out: &mut Vec<u16>) {}
     /// What its hooks cost on the CPU.
     fn cost(&self) -> SchedCost {
