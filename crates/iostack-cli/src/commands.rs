@@ -84,6 +84,14 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-004.toml",
         include_str!("../../../experiments/seed-004.toml"),
     ),
+    (
+        "sched-2024.toml",
+        include_str!("../../../experiments/sched-2024.toml"),
+    ),
+    (
+        "sched-2024-writer.toml",
+        include_str!("../../../experiments/sched-2024-writer.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
@@ -95,6 +103,14 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
     (
         "experiments/seed-001.fio",
         include_str!("../../../experiments/seed-001.fio"),
+    ),
+    (
+        "experiments/sched-2024.fio",
+        include_str!("../../../experiments/sched-2024.fio"),
+    ),
+    (
+        "experiments/sched-2024-writer.fio",
+        include_str!("../../../experiments/sched-2024-writer.fio"),
     ),
 ];
 

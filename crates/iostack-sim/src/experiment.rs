@@ -310,6 +310,38 @@ pub const METRICS: &[(&str, MetricFn)] = &[
             _ => 0.0,
         }
     }),
+    // Reads per second of the selected processes over the longest runtime.
+    ("read_iops", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios).sum();
+        let ns = procs().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
+        if ns == 0 {
+            0.0
+        } else {
+            ios as f64 * 1e9 / ns as f64
+        }
+    }),
+    // The 99th percentile of read completion latency over the selected
+    // processes, in microseconds (fio's clat p99 with group_reporting).
+    ("read_p99_us", |r, j| {
+        let mut lat = crate::stats::Lat::default();
+        for p in r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j)) {
+            lat.merge(&p.dirs[0].clat);
+        }
+        lat.percentile(99.0) as f64 / 1000.0
+    }),
+    // System CPU time per I/O of the selected processes, in microseconds
+    // (the scheduler's hooks and lock included).
+    ("sys_us_per_io", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios + p.dirs[1].ios).sum();
+        let sys: u64 = procs().map(|p| p.sys_ns).sum();
+        if ios == 0 {
+            0.0
+        } else {
+            sys as f64 / ios as f64 / 1000.0
+        }
+    }),
     ("extents", |r, j| {
         r.files
             .iter()

@@ -214,6 +214,9 @@ pub struct Simulation {
     pub(crate) tasks: Tasks,
     pub(crate) tracer: Tracer,
     pub(crate) out: BlockOut,
+    /// The task whose step (or completion) is being run, for
+    /// `schedule_task` and `charge_blk_cpu`.
+    cur_task: Option<TaskId>,
     boundary: Boundary,
     write_flags: ReqFlags,
     pub(crate) bio_limits: BioLimits,
@@ -396,6 +399,7 @@ impl Simulation {
             tasks: Tasks::default(),
             tracer,
             out: BlockOut::default(),
+            cur_task: None,
             boundary,
             write_flags,
             bio_limits,
@@ -677,18 +681,27 @@ impl Simulation {
             if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
                 last_work = now;
             }
+            self.out.cpu_ns = 0;
             match s.event {
-                Ev::Task(t) => self.run_task(t, now),
+                Ev::Task(t) => {
+                    self.cur_task = Some(t);
+                    self.run_task(t, now);
+                    self.charge_blk_cpu(t, now);
+                }
                 Ev::IoDone(owner) => {
+                    self.cur_task = Some(owner.task);
                     self.io_done(owner, now);
                     self.sched_out(owner.task, now);
+                    self.charge_blk_cpu(owner.task, now);
                 }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
                 Ev::BufDone(task) => {
+                    self.cur_task = Some(task);
                     self.buf_done(task, now);
                     self.sched_out(task, now);
+                    self.charge_blk_cpu(task, now);
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
@@ -1476,6 +1489,12 @@ impl Simulation {
 
     /// Run a task's next step: the event loop's dispatch by task id.
     fn run_task(&mut self, task: TaskId, now: Instant) {
+        let busy = self.tasks.get(task).blk_cpu_until;
+        if now < busy {
+            // Still on the CPU in the scheduler's hooks (`charge_blk_cpu`).
+            self.schedule_task(task, busy);
+            return;
+        }
         match self.tasks.kind(task) {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
@@ -1486,8 +1505,31 @@ impl Simulation {
         self.sched_out(task, now);
     }
 
+    /// The CPU time the task spent in the I/O scheduler's hooks and on its
+    /// lock (`BlockOut::cpu_ns`) after it last scheduled its next step: system
+    /// time, and a wake-up does not run it before that work is done. Zero,
+    /// and nothing changes, without a blk-mq scheduler.
+    fn charge_blk_cpu(&mut self, task: TaskId, now: Instant) {
+        self.cur_task = None;
+        let ns = std::mem::take(&mut self.out.cpu_ns);
+        if ns == 0 {
+            return;
+        }
+        self.charge_sys(task, Duration(ns));
+        let t = self.tasks.get_mut(task);
+        t.blk_cpu_until = t.blk_cpu_until.max(now) + Duration(ns);
+    }
+
     /// Run a task's next step at `at`.
+    /// The task whose step is running charges the scheduler CPU time of its
+    /// block-layer calls so far on top (`BlockOut::cpu_ns`).
     pub(crate) fn schedule_task(&mut self, task: TaskId, at: Instant) {
+        let mut at = at;
+        if self.cur_task == Some(task) && self.out.cpu_ns > 0 {
+            let d = Duration(std::mem::take(&mut self.out.cpu_ns));
+            self.charge_sys(task, d);
+            at += d;
+        }
         self.evq.schedule(at, Ev::Task(task));
     }
 

@@ -494,14 +494,43 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        if self.elv.is_some() {
-            return self.sched_try_merge(now, id, tr, out);
-        }
         let cpu = self.bio(id).cpu as usize % self.ctxs.len();
-        // The list does not change while bios merge into its requests.
+        if let Some(e) = self.elv.as_ref() {
+            let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
+            let list = e.bio_merge_list(h, cpu as u32, flags);
+            self.sched_cpu(now, self.cost.bio_merge_ns, out);
+            // blk_bio_list_merge over the scheduler's list: the last 8, newest first.
+            return match list {
+                Some(list) => {
+                    let candidates: Vec<RqId> = list.into_iter().rev().take(8).collect();
+                    self.bio_list_merge(now, id, &candidates, tr)
+                }
+                None => self.sched_try_merge(now, id, tr, out),
+            };
+        }
+        // No scheduler: the software queue's last 8, newest first. The list
+        // does not change while bios merge into its requests.
         let len = self.ctxs[cpu].len();
         for k in 1..=len.min(8) {
             let rq = self.ctxs[cpu][len - k];
+            match self.attempt_merge_into(now, rq, id, tr) {
+                BioMerge::Ok => return true,
+                BioMerge::Failed => return false,
+                BioMerge::None => {}
+            }
+        }
+        false
+    }
+
+    /// `blk_bio_list_merge` over `candidates`, in order.
+    fn bio_list_merge(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        candidates: &[RqId],
+        tr: &mut Tracer,
+    ) -> bool {
+        for &rq in candidates {
             match self.attempt_merge_into(now, rq, id, tr) {
                 BioMerge::Ok => return true,
                 BioMerge::Failed => return false,
