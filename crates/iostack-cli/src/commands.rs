@@ -484,8 +484,8 @@ pub struct Simulated {
 /// The `--output-format` asked for, checked.
 pub fn output_format(p: &Parsed) -> Result<String> {
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    if !crate::fio_out::FORMATS.contains(&fmt.as_str()) {
+        return Err(crate::fio_out::unknown_format(&fmt).into());
     }
     Ok(fmt)
 }
@@ -504,7 +504,7 @@ pub fn simulate(
     let fs_name = cfg.machine.fs.name().to_string();
     let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = report {
-        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)?));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
@@ -542,17 +542,12 @@ pub fn fio_report(
     globals: Vec<(String, String)>,
 ) -> Result<iostack_report::fio::FioReport> {
     let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
-    let obs = any
+    let mut obs = any
         .downcast::<crate::fio_out::FioObserver>()
         .map_err(|_| "not a fio run")?;
-    Ok(crate::fio_out::build(
-        &s.result,
-        *obs,
-        globals,
-        &s.disk_name,
-        s.seed,
-        s.hash,
-    ))
+    let r = crate::fio_out::build(&s.result, &mut obs, globals, &s.disk_name, s.seed, s.hash);
+    obs.finish_logs(&s.result)?;
+    Ok(r)
 }
 
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {

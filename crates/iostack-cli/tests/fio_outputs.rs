@@ -1,0 +1,192 @@
+//! fio's own output readers as judges of iostack's fio outputs: Debian's
+//! `fio_jsonplus_clat2csv` reads `--output-format=json+`, `fio_generate_plots`
+//! (gnuplot) draws the `write_*_log` files. Fails if the tools are missing (CI
+//! installs them) unless IOSTACK_SKIP_REAL_TOOLS=1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(format!("/usr/bin/{name}"));
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var("IOSTACK_SKIP_REAL_TOOLS").as_deref() == Ok("1"),
+        "{name} is not installed (run scripts/setup, or set IOSTACK_SKIP_REAL_TOOLS=1)"
+    );
+    None
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("iostack-fo-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn iostack(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_iostack"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A mixed job on an async engine with lat percentiles on: reads and writes,
+/// slat-less clat and lat histograms.
+const MIXED: &str = "[global]\nfilename=/mnt/test/f\nsize=1m\n\
+                     [j]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=4\ndirect=1\n\
+                     lat_percentiles=1\n";
+
+/// `(direction, latency kind) -> {bin value ns: count}` of a json+ job.
+type Bins = BTreeMap<(String, String), BTreeMap<u64, u64>>;
+
+fn bins_of(job: &serde_json::Value) -> Bins {
+    let mut out = Bins::new();
+    for dir in ["read", "write", "trim"] {
+        for lat in ["slat_ns", "clat_ns", "lat_ns"] {
+            let Some(b) = job[dir][lat]["bins"].as_object() else {
+                continue;
+            };
+            let m = b
+                .iter()
+                .map(|(k, v)| (k.parse().unwrap(), v.as_u64().unwrap()))
+                .collect();
+            out.insert((dir.to_string(), lat.to_string()), m);
+        }
+    }
+    out
+}
+
+/// json+ is the json output with `bins` added, each bin's count adds up to the
+/// section's `N`, and fio's `fio_jsonplus_clat2csv` turns it into one CSV row
+/// per non-empty bin with the bin's count (and validates its CSV against it).
+#[test]
+fn jsonplus_is_read_by_fio_jsonplus_clat2csv() {
+    let d = tmpdir("jsonplus");
+    std::fs::write(d.join("j.fio"), MIXED).unwrap();
+    let plus = iostack(&d, &["run", "j.fio", "--output-format", "json+"]);
+    let plain = iostack(&d, &["run", "j.fio", "--output-format", "json"]);
+    let mut v: serde_json::Value = serde_json::from_str(&plus).unwrap();
+    let job = v["jobs"][0].clone();
+    let bins = bins_of(&job);
+    assert!(bins.contains_key(&("read".into(), "clat_ns".into())));
+    assert!(bins.contains_key(&("write".into(), "lat_ns".into())));
+    for ((dir, lat), b) in &bins {
+        let n = job[dir.as_str()][lat.as_str()]["N"].as_u64().unwrap();
+        assert_eq!(b.values().sum::<u64>(), n, "{dir} {lat}");
+    }
+    // Without the bins, json+ is the json output.
+    for dir in ["read", "write", "trim"] {
+        for lat in ["slat_ns", "clat_ns", "lat_ns"] {
+            if let Some(o) = v["jobs"][0][dir][lat].as_object_mut() {
+                o.remove("bins");
+            }
+        }
+    }
+    assert_eq!(
+        v,
+        serde_json::from_str::<serde_json::Value>(&plain).unwrap()
+    );
+
+    let Some(clat2csv) = tool("fio_jsonplus_clat2csv") else {
+        return;
+    };
+    std::fs::write(d.join("jp.json"), &plus).unwrap();
+    for extra in [None, Some("--validate")] {
+        let mut c = Command::new(&clat2csv);
+        c.current_dir(&d).args(["jp.json", "out.csv"]).args(extra);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let csv = std::fs::read_to_string(d.join("out_job0.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(|s| s.trim().to_string()).collect())
+        .collect();
+    let all: std::collections::BTreeSet<u64> =
+        bins.values().flat_map(|b| b.keys()).copied().collect();
+    assert_eq!(rows.len(), all.len(), "one row per non-empty bin");
+    for row in &rows {
+        let ns: u64 = row[0].parse().unwrap();
+        for ((dir, lat), b) in &bins {
+            let col = header
+                .iter()
+                .position(|h| h == &format!("{dir}_{lat}_count"))
+                .unwrap();
+            let want = b.get(&ns).map(|c| c.to_string()).unwrap_or_default();
+            assert_eq!(row[col], want, "{ns} ns, {dir} {lat}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Processes and threads, clones, groups, block-size ranges, two engines.
+const PREAMBLE: &str = "[global]\nsize=1m\ndirectory=${DIR}\n\
+                        [a]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\n\
+                        [b]\nstonewall\nrw=write\nbsrange=4k-128k\nnumjobs=2\nthread\n\
+                        [c]\nrw=read\nbs=64k\n";
+
+/// The lines before the first job report (after iostack's provenance line).
+fn preamble(out: &str) -> String {
+    out.lines()
+        .skip_while(|l| l.starts_with("iostack:"))
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The normal output starts as real fio 3.33's does: a job line per job (`...`
+/// for clones), `fio-3.33`, `Starting N threads and M processes`, and a
+/// `Laying out IO file` line per file a job creates; real fio is the judge.
+#[test]
+fn normal_output_preamble_is_fios() {
+    let d = tmpdir("preamble");
+    std::fs::write(d.join("p.fio"), PREAMBLE).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_iostack"))
+        .current_dir(&d)
+        .env("DIR", "/mnt/test")
+        .args(["run", "p.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = preamble(&String::from_utf8(out.stdout).unwrap());
+    assert!(
+        ours.contains("Starting 2 threads and 2 processes\n"),
+        "{ours}"
+    );
+    let Some(fio) = tool("fio") else {
+        return;
+    };
+    let real = Command::new(fio)
+        .current_dir(&d)
+        .env("DIR", &d)
+        .args(["p.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        real.status.success(),
+        "{}",
+        String::from_utf8_lossy(&real.stderr)
+    );
+    assert_eq!(ours, preamble(&String::from_utf8(real.stdout).unwrap()));
+    let _ = std::fs::remove_dir_all(&d);
+}
