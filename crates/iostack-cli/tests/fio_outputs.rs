@@ -190,3 +190,145 @@ fn normal_output_preamble_is_fios() {
     assert_eq!(ours, preamble(&String::from_utf8(real.stdout).unwrap()));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// One line of a fio log, by fio's `flush_samples` rules: `time, value, ddir,
+/// bs, prio` or, with `log_offset`, `time, value, ddir, bs, offset, prio`,
+/// integers separated by ", ", ddir 0 (read), 1 (write) or 2 (trim).
+fn log_line(line: &str, with_offset: bool) -> Vec<u64> {
+    let f: Vec<u64> = line
+        .split(", ")
+        .map(|x| {
+            x.parse()
+                .unwrap_or_else(|_| panic!("bad field in {line:?}"))
+        })
+        .collect();
+    assert_eq!(f.len(), if with_offset { 6 } else { 5 }, "{line:?}");
+    assert!(f[2] <= 2, "{line:?}");
+    f
+}
+
+fn log_of(d: &Path, name: &str, with_offset: bool) -> Vec<Vec<u64>> {
+    let text = std::fs::read_to_string(d.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    text.lines().map(|l| log_line(l, with_offset)).collect()
+}
+
+/// Per-I/O logs: one line per I/O in each of `_lat`, `_clat`, `_slat`, `_bw`,
+/// `_iops` (fio's names, `.N` per job), times in order, the bandwidth entry
+/// `bs * 10^6 / clat` of the same I/O, IOPS entries 1, offsets inside the
+/// file; `fio_generate_plots` (gnuplot) draws every kind from them.
+#[test]
+fn per_io_logs_are_fios_and_fio_generate_plots_draws_them() {
+    let d = tmpdir("logs");
+    let job = "[global]\nfilename=/mnt/test/f\nsize=1m\nioengine=libaio\niodepth=2\ndirect=1\n\
+               [j]\nrw=randrw\nbs=4k\nnumjobs=2\nwrite_lat_log=q\nwrite_bw_log=q\n\
+               write_iops_log=q\nlog_offset=1\n";
+    std::fs::write(d.join("j.fio"), job).unwrap();
+    let out = iostack(&d, &["run", "j.fio", "--output-format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for n in 1..=2u64 {
+        let job = &v["jobs"][(n - 1) as usize];
+        let ios = job["read"]["total_ios"].as_u64().unwrap()
+            + job["write"]["total_ios"].as_u64().unwrap();
+        let clat = log_of(&d, &format!("q_clat.{n}.log"), true);
+        assert_eq!(clat.len() as u64, ios);
+        assert!(
+            clat.windows(2).all(|w| w[0][0] <= w[1][0]),
+            "times in order"
+        );
+        for kind in ["lat", "slat", "bw", "iops"] {
+            assert_eq!(
+                log_of(&d, &format!("q_{kind}.{n}.log"), true).len(),
+                clat.len()
+            );
+        }
+        let bw = log_of(&d, &format!("q_bw.{n}.log"), true);
+        for (b, c) in bw.iter().zip(&clat) {
+            assert_eq!((b[0], b[2], b[3], b[4]), (c[0], c[2], c[3], c[4]));
+            assert_eq!(b[1], c[3] * 1_000_000 / c[1]);
+            assert!(c[4] + c[3] <= 1 << 20 && c[4] % 4096 == 0);
+        }
+        let iops = log_of(&d, &format!("q_iops.{n}.log"), true);
+        assert!(iops.iter().all(|l| l[1] == 1));
+        // Per-I/O bandwidth logs make the report's samples per I/O, as fio.
+        assert_eq!(job["read"]["iops_max"].as_u64(), Some(1));
+    }
+    let Some(plots) = tool("fio_generate_plots") else {
+        return;
+    };
+    if tool("gnuplot").is_none() {
+        return;
+    }
+    let o = Command::new(plots)
+        .current_dir(&d)
+        .arg("t")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // gnuplot reads every file (its only warnings are about the script's own
+    // `set mxtics 0`), and each plot has one line per job's log.
+    assert!(
+        !err.contains("Skipping") && !err.contains("valid points"),
+        "{err}"
+    );
+    for kind in ["lat", "clat", "slat", "bw", "iops"] {
+        let svg = std::fs::read_to_string(d.join(format!("t-{kind}.svg"))).unwrap();
+        assert!(svg.contains("<svg"), "{kind}");
+        assert!(svg.matches("Queue depth").count() >= 2, "{kind}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `log_avg_msec=100` with `per_job_logs=0`: one file per kind that both jobs
+/// append to; a bandwidth/IOPS entry per window the report also samples
+/// (`bw_samples`, `iops_samples`), at multiples of 100 ms with bs 0; latency
+/// entries are window means, never above the job's max.
+#[test]
+fn averaged_logs_follow_the_report_windows() {
+    let d = tmpdir("avglogs");
+    let job = "[global]\nfilename=/mnt/test/f\nsize=4m\nioengine=libaio\niodepth=4\ndirect=1\n\
+               [j]\nrw=randrw\nbs=4k\nnumjobs=2\nwrite_lat_log=a\nwrite_bw_log=a\n\
+               write_iops_log=a\nlog_avg_msec=100\nper_job_logs=0\n";
+    std::fs::write(d.join("j.fio"), job).unwrap();
+    let out = iostack(&d, &["run", "j.fio", "--output-format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        jobs.iter()
+            .map(|j| j["read"][k].as_u64().unwrap() + j["write"][k].as_u64().unwrap())
+            .sum()
+    };
+    let bw = log_of(&d, "a_bw.log", false);
+    assert!(!bw.is_empty());
+    assert_eq!(bw.len() as u64, sum("bw_samples"));
+    assert_eq!(
+        log_of(&d, "a_iops.log", false).len() as u64,
+        sum("iops_samples")
+    );
+    assert!(bw.iter().all(|l| l[0] % 100 == 0 && l[3] == 0));
+    let max = jobs
+        .iter()
+        .map(|j| {
+            j["read"]["lat_ns"]["max"]
+                .as_u64()
+                .unwrap()
+                .max(j["write"]["lat_ns"]["max"].as_u64().unwrap())
+        })
+        .max()
+        .unwrap();
+    let lat = log_of(&d, "a_lat.log", false);
+    assert!(!lat.is_empty() && lat.iter().all(|l| l[1] <= max && l[3] == 0));
+    assert!(!d.join("a_bw.1.log").exists());
+    let parts = std::fs::read_dir(&d)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("part")
+        })
+        .count();
+    assert_eq!(parts, 0, "part files are removed");
+    let _ = std::fs::remove_dir_all(&d);
+}
