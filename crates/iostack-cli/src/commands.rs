@@ -401,11 +401,15 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = match job {
-            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
-            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        let parsed = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file_all(path, &env),
+            JobSource::Text { name, text } => {
+                iostack_workload::parse_job_bytes_all(text.as_bytes(), name, &env)
+            }
         }
         .map_err(SimError::from)?;
+        // Every problem of the file at once: parse errors and refusals.
+        let jf = iostack_sim::frontend::all_problems(parsed).map_err(SimError::from)?;
         let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.

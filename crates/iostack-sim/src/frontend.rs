@@ -368,8 +368,29 @@ pub fn fio_procs_from_text_env(
     let mut files = std::collections::BTreeMap::new();
     files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
     env.files = Some(files);
-    let jf = iostack_workload::parse_job_str(text, path, &env)?;
+    let parsed = iostack_workload::parse_job_bytes_all(text.as_bytes(), path, &env)?;
+    let jf = all_problems(parsed)?;
     fio_procs(&jf, m)
+}
+
+/// A parsed job file, or every problem of it at once: the parser's option
+/// errors and, when there are any, the simulator's refusals of the options
+/// that did parse, in file order (an error's `also` holds the others).
+pub fn all_problems(
+    parsed: (iostack_workload::JobFile, Vec<iostack_workload::FioError>),
+) -> Result<iostack_workload::JobFile, iostack_workload::FioError> {
+    let (jf, mut errors) = parsed;
+    if errors.is_empty() {
+        return Ok(jf);
+    }
+    for r in refused_options(&jf) {
+        let mut e = iostack_workload::FioError::new_refused(&r.file, r.line, r.option);
+        e.message = format!("job '{}': {}", r.job, r.message);
+        errors.push(e);
+    }
+    // Stable: errors of one line keep their order.
+    errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Err(iostack_workload::FioError::collect(errors).expect("not empty"))
 }
 
 /// What the simulator refuses about one fio job, at the job's section.

@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Math,
     /// Include nesting is too deep (include loop).
     IncludeDepth,
+    /// A valid option the simulator does not model (set by iostack's
+    /// front end, never by the parser).
+    Refused,
 }
 
 /// An error in a fio job file, with the place it was found.
@@ -48,6 +51,9 @@ pub struct FioError {
     pub message: String,
     /// Closest known option name, for unknown options.
     pub suggestion: Option<Box<str>>,
+    /// The other problems found in the same run, in file order (a job file's
+    /// every error is reported at once; this one is the first).
+    pub also: Vec<FioError>,
 }
 
 impl FioError {
@@ -65,17 +71,40 @@ impl FioError {
             kind,
             message,
             suggestion: None,
+            also: Vec::new(),
         }
+    }
+
+    /// A refusal of the simulator's front end at `file:line`, option `option`
+    /// (its message to be set by the caller).
+    pub fn new_refused(file: impl Into<PathBuf>, line: usize, option: &str) -> Self {
+        FioError {
+            option: Some(option.to_string()),
+            ..FioError::new(file, line, ErrorKind::Refused, String::new())
+        }
+    }
+
+    /// The first of `errors` carrying the others in `also`; `None` if empty.
+    pub fn collect(errors: Vec<FioError>) -> Option<FioError> {
+        let mut it = errors.into_iter();
+        let mut first = it.next()?;
+        first.also.extend(it);
+        Some(first)
     }
 }
 
 impl fmt::Display for FioError {
+    /// One `FILE:LINE: MESSAGE` line per problem.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)?;
         } else {
-            write!(f, "{}: {}", self.file.display(), self.message)
+            write!(f, "{}: {}", self.file.display(), self.message)?;
         }
+        for e in &self.also {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
     }
 }
 
