@@ -375,7 +375,7 @@ pub fn fio_procs_from_text_env(
 
 /// A parsed job file, or every problem of it at once: the parser's option
 /// errors and, when there are any, the simulator's refusals of the options
-/// that did parse, in file order (an error's `also` holds the others).
+/// that did parse, in file order (chained by the error's `next`).
 pub fn all_problems(
     parsed: (iostack_workload::JobFile, Vec<iostack_workload::FioError>),
 ) -> Result<iostack_workload::JobFile, iostack_workload::FioError> {

@@ -42,7 +42,7 @@ pub struct FioError {
     /// 1-based line number, 0 if the error is about the whole file.
     pub line: usize,
     /// Option name as written, if the error is about an option.
-    pub option: Option<String>,
+    pub option: Option<Box<str>>,
     /// Option value as written (before `${VAR}` substitution), if any.
     pub value: Option<Box<str>>,
     /// Error class.
@@ -51,9 +51,10 @@ pub struct FioError {
     pub message: String,
     /// Closest known option name, for unknown options.
     pub suggestion: Option<Box<str>>,
-    /// The other problems found in the same run, in file order (a job file's
-    /// every error is reported at once; this one is the first).
-    pub also: Vec<FioError>,
+    /// The next problem found in the same run, in file order (a job file's
+    /// every error is reported at once; this one is the first, see
+    /// [`FioError::all`]).
+    pub next: Option<Box<FioError>>,
 }
 
 impl FioError {
@@ -71,7 +72,7 @@ impl FioError {
             kind,
             message,
             suggestion: None,
-            also: Vec::new(),
+            next: None,
         }
     }
 
@@ -79,17 +80,22 @@ impl FioError {
     /// (its message to be set by the caller).
     pub fn new_refused(file: impl Into<PathBuf>, line: usize, option: &str) -> Self {
         FioError {
-            option: Some(option.to_string()),
+            option: Some(option.into()),
             ..FioError::new(file, line, ErrorKind::Refused, String::new())
         }
     }
 
-    /// The first of `errors` carrying the others in `also`; `None` if empty.
+    /// The first of `errors` with the others chained in `next`; `None` if empty.
     pub fn collect(errors: Vec<FioError>) -> Option<FioError> {
-        let mut it = errors.into_iter();
-        let mut first = it.next()?;
-        first.also.extend(it);
-        Some(first)
+        errors.into_iter().rev().fold(None, |next, mut e| {
+            e.next = next.map(Box::new);
+            Some(e)
+        })
+    }
+
+    /// This problem and the ones chained after it.
+    pub fn all(&self) -> impl Iterator<Item = &FioError> {
+        std::iter::successors(Some(self), |e| e.next.as_deref())
     }
 }
 
@@ -101,7 +107,7 @@ impl fmt::Display for FioError {
         } else {
             write!(f, "{}: {}", self.file.display(), self.message)?;
         }
-        for e in &self.also {
+        if let Some(e) = &self.next {
             write!(f, "\n{e}")?;
         }
         Ok(())

@@ -373,7 +373,7 @@ impl Reader<'_> {
         self.env.read(path).map_err(|e| {
             let (f, l) = at.map_or((path.to_path_buf(), 0), |(f, l)| (f.to_path_buf(), l));
             FioError {
-                option: at.map(|_| "include".to_string()),
+                option: at.map(|_| "include".into()),
                 value: at.map(|_| path.display().to_string().into()),
                 ..FioError::new(
                     f,
@@ -490,7 +490,7 @@ fn outside(path: &Path, line: usize, text: &str) -> FioError {
     let (name, value) = split_opt(text);
     FioError {
         // A line such as `=x` names no option.
-        option: (!name.is_empty()).then_some(name),
+        option: (!name.is_empty()).then(|| name.into()),
         value: value.map(Into::into),
         ..FioError::new(
             path,
@@ -509,7 +509,7 @@ fn opt_error(
     msg: String,
 ) -> FioError {
     FioError {
-        option: (!name.is_empty()).then(|| name.to_string()),
+        option: (!name.is_empty()).then(|| name.into()),
         value: value.map(Into::into),
         ..FioError::new(&raw.file, raw.line, kind, msg)
     }
@@ -706,7 +706,7 @@ pub fn parse_job_str(
 }
 
 /// Parse job-file bytes (not necessarily UTF-8). Every problem of the file's
-/// options is reported: the error is the first, its `also` the others.
+/// options is reported: the error is the first, its `next` the others.
 pub fn parse_job_bytes(
     bytes: &[u8],
     path: impl AsRef<Path>,
