@@ -49,6 +49,13 @@ fn job_stats(m: &JobMeta) -> JobStats {
     j.clat_percentiles = m.clat_percentiles;
     j.lat_percentiles = m.lat_percentiles;
     j.slat_percentiles = m.slat_percentiles;
+    if !m.percentile_list.is_empty() {
+        j.percentile_list = m.percentile_list.clone();
+        j.percentile_precision = m.percentile_precision;
+    }
+    if m.unit_bits {
+        j.unit_base = iostack_report::fio::UnitBase::Bits;
+    }
     j.sampler.per_io = JobLogs::per_io(m);
     let l = &m.logs;
     if l.avg_msec > 0 && (l.bw.is_some() || l.iops.is_some()) {

@@ -332,3 +332,24 @@ fn averaged_logs_follow_the_report_windows() {
     assert_eq!(parts, 0, "part files are removed");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Report-only options reach the report as in fio 3.33 (formats read off real
+/// fio runs): `percentile_list` with its print precision, `unit_base=1`
+/// (bits), `lat_percentiles`.
+#[test]
+fn report_options_change_the_report_as_fio() {
+    let d = tmpdir("reportopts");
+    let job = "[j]\nfilename=/mnt/test/a\nsize=256k\nrw=randread\n\
+               percentile_list=50:99.9:99.995\nunit_base=1\nlat_percentiles=1\n";
+    std::fs::write(d.join("j.fio"), job).unwrap();
+    let out = iostack(&d, &["run", "j.fio"]);
+    assert!(out.contains("     | 50.000th=["), "{out}");
+    assert!(out.contains("], 99.995th=["), "{out}");
+    assert!(out.contains("\n    lat percentiles ("), "{out}");
+    let read = out
+        .lines()
+        .find(|l| l.starts_with("  read: IOPS="))
+        .unwrap();
+    assert!(read.contains("ibit/s ("), "{read}");
+    let _ = std::fs::remove_dir_all(&d);
+}

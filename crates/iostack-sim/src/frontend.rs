@@ -112,7 +112,7 @@ pub fn layout_only(path: &str, size: u64, goal: Option<u64>) -> ProcSpec {
 }
 
 /// What fio's report needs to know of a simulated process (one per fio job clone).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobMeta {
     pub name: String,
     pub group: u32,
@@ -140,6 +140,11 @@ pub struct JobMeta {
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
     pub slat_percentiles: bool,
+    /// `percentile_list` (empty: fio's default) and its print precision.
+    pub percentile_list: Vec<f64>,
+    pub percentile_precision: u32,
+    /// `unit_base=1`: bandwidth in bits.
+    pub unit_bits: bool,
     pub logs: LogMeta,
 }
 
@@ -197,6 +202,9 @@ fn job_meta(j: &iostack_workload::JobSpec, engine: Engine, clone: u32) -> JobMet
         clat_percentiles: j.clat_percentiles && !j.disable_clat,
         lat_percentiles: j.lat_percentiles && !j.disable_lat,
         slat_percentiles: j.slat_percentiles && !j.disable_slat,
+        percentile_list: j.percentile_list.clone(),
+        percentile_precision: j.percentile_precision,
+        unit_bits: j.unit_base == 1,
         logs: LogMeta {
             bw: log_prefix(&j.write_bw_log, &j.name),
             lat: log_prefix(&j.write_lat_log, &j.name),

@@ -557,6 +557,9 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     /// `percentile_list=`.
     pub percentile_list: Vec<f64>,
+    /// Digits printed after the point of a percentile (most digits after a
+    /// '.' in `percentile_list`; 0 when not set).
+    pub percentile_precision: u32,
     /// `gtod_reduce`.
     pub gtod_reduce: bool,
     /// `disable_lat` (also set by gtod_reduce).
@@ -886,6 +889,7 @@ pub(crate) fn build_job(
             .get("percentile_list")
             .cloned()
             .unwrap_or_default(),
+        percentile_precision: u32c(st.int("percentile_precision")),
         gtod_reduce: st.flag("gtod_reduce"),
         disable_lat: st.flag("disable_lat"),
         options: section.options.clone(),
