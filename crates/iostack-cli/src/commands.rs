@@ -425,11 +425,15 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = match job {
-            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
-            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        let parsed = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file_all(path, &env),
+            JobSource::Text { name, text } => {
+                iostack_workload::parse_job_bytes_all(text.as_bytes(), name, &env)
+            }
         }
         .map_err(SimError::from)?;
+        // Every problem of the file at once: parse errors and refusals.
+        let jf = iostack_sim::frontend::all_problems(parsed).map_err(SimError::from)?;
         let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
@@ -508,8 +512,8 @@ pub struct Simulated {
 /// The `--output-format` asked for, checked.
 pub fn output_format(p: &Parsed) -> Result<String> {
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    if !crate::fio_out::FORMATS.contains(&fmt.as_str()) {
+        return Err(crate::fio_out::unknown_format(&fmt).into());
     }
     Ok(fmt)
 }
@@ -528,7 +532,7 @@ pub fn simulate(
     let fs_name = cfg.machine.fs.name().to_string();
     let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = report {
-        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)?));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
@@ -566,17 +570,12 @@ pub fn fio_report(
     globals: Vec<(String, String)>,
 ) -> Result<iostack_report::fio::FioReport> {
     let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
-    let obs = any
+    let mut obs = any
         .downcast::<crate::fio_out::FioObserver>()
         .map_err(|_| "not a fio run")?;
-    Ok(crate::fio_out::build(
-        &s.result,
-        *obs,
-        globals,
-        &s.disk_name,
-        s.seed,
-        s.hash,
-    ))
+    let r = crate::fio_out::build(&s.result, &mut obs, globals, &s.disk_name, s.seed, s.hash);
+    obs.finish_logs(&s.result)?;
+    Ok(r)
 }
 
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {

@@ -33,6 +33,8 @@ pub struct IoEvent {
     pub at_ns: u64,
     /// I/Os in flight when this one was issued.
     pub depth: u32,
+    /// File (or device) offset of the I/O, bytes (fio's `io_u->offset`).
+    pub offset: u64,
 }
 
 /// Per-I/O observer (statistics front ends); called in event order.
@@ -473,6 +475,7 @@ impl Simulation {
         let m = self.cfg.machine.clone();
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
+            let mut laid_out = None;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
                     let name = path
@@ -488,10 +491,12 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None if spec.fresh => self
-                            .fs
-                            .create(&name)
-                            .map_err(|e| SimError(format!("creating {path}: {e}")))?,
+                        None if spec.fresh => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .create(&name)
+                                .map_err(|e| SimError(format!("creating {path}: {e}")))?
+                        }
                         None if *size == 0 && spec.io_size > 0 => {
                             return Err(SimError(format!(
                                 "{}: {path}: No such file or directory (lay it out first, \
@@ -499,10 +504,12 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None => self
-                            .fs
-                            .layout(&name, *size, *goal)
-                            .map_err(|e| SimError(format!("laying out {path}: {e}")))?,
+                        None => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .layout(&name, *size, *goal)
+                                .map_err(|e| SimError(format!("laying out {path}: {e}")))?
+                        }
                     };
                     Backing::File(ino)
                 }
@@ -581,6 +588,7 @@ impl Simulation {
             };
             let mut result = ProcResult::new(&spec, pid);
             result.iodepth = depth;
+            result.laid_out = laid_out;
             let task = self
                 .tasks
                 .add(TaskKind::Process(i as u32), pid, cpu, spec.ioprio);
@@ -1340,6 +1348,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: s.depth,
+                    offset: s.offset,
                 },
             );
         }
@@ -1394,6 +1403,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: 1,
+                    offset: op.offset,
                 },
             );
         }
