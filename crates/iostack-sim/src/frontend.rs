@@ -901,7 +901,108 @@ fn fadvise_of(j: &iostack_workload::JobSpec) -> crate::workload::Fadvise {
 
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
+/// A job with `read_iolog` is refused: its log cannot be read here (see
+/// [`fio_procs_loading`]).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
+    fio_procs_loading(jf, m, &crate::iolog_front::no_logs)
+}
+
+/// Whether the job file sets `iodepth` for job `j` (fio's
+/// `fio_option_is_set`), in its section or in a global one before it.
+fn iodepth_set(jf: &iostack_workload::JobFile, j: &iostack_workload::JobSpec) -> bool {
+    let applied = j.global_options_applied.min(jf.global_options.len());
+    jf.global_options[..applied]
+        .iter()
+        .chain(&j.options)
+        .any(|e| e.name == "iodepth")
+}
+
+/// What fio's replay does not combine with (refused, not ignored).
+fn replay_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let paced = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
+    let clash = [
+        (j.time_based, "time_based"),
+        (j.loops > 1, "loops"),
+        (j.number_ios > 0, "number_ios"),
+        (paced, "rate"),
+        (j.thinktime_ns > 0, "thinktime"),
+        (j.fsync > 0 || j.fdatasync > 0 || j.end_fsync, "fsync"),
+    ];
+    if let Some((_, what)) = clash.iter().find(|c| c.0) {
+        let msg = format!("read_iolog with {what} is not modelled yet");
+        return Err(at.err(Some("read_iolog"), msg));
+    }
+    Ok(())
+}
+
+/// The process of one clone of a `read_iolog` job: the log's I/Os on its
+/// file or device, with the job's engine, depth (a blktrace's probed depth
+/// unless `iodepth` is set) and `direct`.
+fn replay_proc(
+    jf: &iostack_workload::JobFile,
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    load: crate::iolog_front::LogLoader,
+    at: &JobAt,
+) -> Result<(ProcSpec, u32), SimError> {
+    replay_fits(j, at)?;
+    let name = j.read_iolog.as_deref().unwrap_or_default();
+    let r = crate::iolog_front::replay_job(name, &j.replay, m, load)
+        .map_err(|e| at.err(Some("read_iolog"), e))?;
+    let engine = engine_of(j, at)?;
+    let target = target_of(&r.path, r.region, m).map_err(|e| at.err(Some("read_iolog"), e))?;
+    if matches!(target, Target::File { .. }) {
+        fits_on_disk(r.region, m).map_err(|e| at.err(Some("read_iolog"), e))?;
+    }
+    let iodepth = if r.probed_depth > 0 && !iodepth_set(jf, j) {
+        r.probed_depth
+    } else {
+        j.iodepth
+    };
+    let bs = [r.bs[0].max(512), r.bs[1].max(512)];
+    let spec = ProcSpec {
+        group: j.group_id,
+        read_pct: r.read_pct,
+        bs,
+        bs_range: [(bs[0], bs[0]), (bs[1], bs[1])],
+        io_size: r.replay.ios.iter().map(|i| i.len).sum(),
+        engine,
+        iodepth,
+        startdelay: Duration(j.startdelay_ns),
+        stonewall: j.stonewall,
+        ioprio: (j.prioclass.unwrap_or(2) as u8, j.prio.unwrap_or(4) as u8),
+        direct: j.direct,
+        invalidate: j.invalidate,
+        fadvise: fadvise_of(j),
+        replay: Some(r.replay),
+        ..ProcSpec::direct_reader("fio", &j.name, target, r.region)
+    };
+    Ok((spec, iodepth))
+}
+
+/// The fio report's bookkeeping of a job clone.
+fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine) -> JobMeta {
+    JobMeta {
+        name: j.name.clone(),
+        group: j.group_id,
+        options: j
+            .options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+            .collect(),
+        group_reporting: j.group_reporting,
+        iodepth,
+        sync_engine: engine == Engine::Sync,
+        kb_base: j.kb_base,
+    }
+}
+
+/// As [`fio_procs`], reading `read_iolog` logs through `load`.
+pub fn fio_procs_loading(
+    jf: &iostack_workload::JobFile,
+    m: &Machine,
+    load: crate::iolog_front::LogLoader,
+) -> Result<Procs, SimError> {
     let mut out = Procs {
         procs: Vec::new(),
         meta: Vec::new(),
@@ -914,6 +1015,15 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
     check_refused(jf)?;
     for j in &jf.jobs {
         let at = JobAt(j);
+        if j.read_iolog.is_some() {
+            counts_fit(j, out.procs.len(), &at)?;
+            for _ in 0..j.numjobs {
+                let (spec, depth) = replay_proc(jf, j, m, load, &at)?;
+                out.meta.push(Some(job_meta(j, depth, spec.engine)));
+                out.procs.push(spec);
+            }
+            continue;
+        }
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
@@ -986,19 +1096,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 rate,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
-            out.meta.push(Some(JobMeta {
-                name: j.name.clone(),
-                group: j.group_id,
-                options: j
-                    .options
-                    .iter()
-                    .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
-                    .collect(),
-                group_reporting: j.group_reporting,
-                iodepth: j.iodepth,
-                sync_engine: engine == Engine::Sync,
-                kb_base: j.kb_base,
-            }));
+            out.meta.push(Some(job_meta(j, j.iodepth, engine)));
         }
     }
     Ok(out)

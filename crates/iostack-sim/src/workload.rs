@@ -68,6 +68,54 @@ pub struct Zoned {
     pub zones: [Vec<(u32, u64)>; 2],
 }
 
+/// What one entry of a replayed log does (fio's `io_piece` ddir).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayKind {
+    Io(Dir),
+    /// v2's `wait`: until `offset` ms after the start.
+    Wait,
+    /// A file action (`add`/`open`/`close`): only its delay.
+    Mark,
+}
+
+/// One entry of a replayed log: offset and length in bytes of the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayIo {
+    /// fio's `ipo->delay`, µs after the previous issue (`iolog_delay`).
+    pub delay_us: u64,
+    pub kind: ReplayKind,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// fio's `read_iolog`: the I/Os of a text iolog or a blktrace, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    pub ios: Vec<ReplayIo>,
+}
+
+impl Replay {
+    /// A digest of the entries for the configuration hash (FNV-1a over the
+    /// fields), so that the hash reads a long log in constant space.
+    pub fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for io in &self.ios {
+            let kind = match io.kind {
+                ReplayKind::Io(Dir::Read) => 0,
+                ReplayKind::Io(Dir::Write) => 1,
+                ReplayKind::Wait => 2,
+                ReplayKind::Mark => 3,
+            };
+            for v in [io.delay_us, kind, io.offset, io.len] {
+                for b in v.to_le_bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+            }
+        }
+        h
+    }
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -164,6 +212,9 @@ pub struct ProcSpec {
     /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
     /// write()); `io_size` counts both.
     pub rewrite: bool,
+    /// fio's `read_iolog`: the I/Os to issue, in order, instead of the
+    /// pattern (None: the pattern).
+    pub replay: Option<std::sync::Arc<Replay>>,
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -203,6 +254,10 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.rewrite {
             d.field("rewrite", &self.rewrite);
+        }
+        if let Some(r) = &self.replay {
+            d.field("replay_ios", &r.ios.len())
+                .field("replay_digest", &r.digest());
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -282,6 +337,7 @@ impl ProcSpec {
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
+            replay: None,
         }
     }
 }

@@ -200,6 +200,8 @@ pub(crate) struct Proc {
     pub(crate) invalidate_pending: bool,
     /// The task's writeback job is a `filemap_flush`: no wait at its end.
     pub(crate) fsync_nowait: bool,
+    /// fio's `read_iolog` replay state.
+    pub(crate) replay: crate::replay::ReplayState,
 }
 
 pub struct Simulation {
@@ -631,6 +633,7 @@ impl Simulation {
                 ra_random: false,
                 invalidate_pending: false,
                 fsync_nowait: false,
+                replay: Default::default(),
                 spec,
             });
             let map = match backing {
@@ -858,6 +861,10 @@ impl Simulation {
                 return false;
             }
         }
+        if let Some(r) = &p.spec.replay {
+            // read_iolog_get: done when the log is.
+            return p.replay.next < r.ios.len();
+        }
         // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
         if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
             return false;
@@ -989,6 +996,15 @@ impl Simulation {
             self.tasks.block(TaskId(pi), Blocked::OnIo);
             return;
         }
+        if p.spec.replay.is_some() {
+            if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
+                let p = &mut self.procs[pi as usize];
+                p.bytes_issued += len;
+                p.ios_issued += 1;
+                self.issue_at(pi, dir, offset, len, now);
+            }
+            return;
+        }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
         let dir = if p.spec.rewrite {
@@ -1085,6 +1101,12 @@ impl Simulation {
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
+        self.issue_at(pi, dir, offset, len, now);
+    }
+
+    /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
+    /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
+    fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
