@@ -326,8 +326,14 @@ impl JobAt<'_> {
 /// Access pattern and read share of a job's `rw=`.
 fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32), SimError> {
     use iostack_workload::RwKind;
+    // fio's fixup_options: a distribution other than uniform turns the
+    // random map off.
+    let skewed = !matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
     let random = Pattern::Random {
-        norandommap: j.norandommap,
+        norandommap: j.norandommap || skewed,
     };
     let p = match j.rw.kind {
         RwKind::Read => (Pattern::Sequential, 100),
@@ -709,11 +715,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
 }
 
 /// fio's `random_distribution` where it is simulated (uniform, `zoned`,
-/// `zoned_abs`): the zones of each direction. zipf, pareto and normal are
-/// refused: fio draws them in floating point (`pow`, `log`, the Gauss sum),
-/// which the simulation keeps out of its decisions. Zones with varied block
-/// sizes are refused, as is `percentage_random` below 100 with the random map
-/// (fio marks the sequential I/Os in it) or with varied sizes.
+/// `zoned_abs`): the zones of each direction; zipf, pareto and normal are
+/// [`dist_of`]'s. Zones with varied block sizes are refused, as is
+/// `percentage_random` below 100 with the random map (fio marks the
+/// sequential I/Os in it) or with varied sizes.
 fn zoned_of(
     j: &iostack_workload::JobSpec,
     size: u64,
@@ -722,20 +727,16 @@ fn zoned_of(
     use iostack_workload::RandomDistribution as D;
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
-    if perc && j.rw.kind.is_random() && (!j.norandommap || varies) {
+    let skewed = !matches!(j.random_distribution, D::Random);
+    if perc && j.rw.kind.is_random() && ((!j.norandommap && !skewed) || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
         return Err(at.refuse("percentage_random", msg));
     }
     let (absolute, zones) = match &j.random_distribution {
-        D::Random => return Ok(None),
         D::Zoned(z) => (false, z),
         D::ZonedAbs(z) => (true, z),
-        _ => {
-            let msg = "zipf, pareto and normal are not modelled yet (fio draws them in \
-                       floating point)";
-            return Err(at.refuse("random_distribution", msg));
-        }
+        _ => return Ok(None),
     };
     if varies {
         let msg = "a zoned distribution with varied block sizes is not modelled yet";
@@ -757,6 +758,44 @@ fn zoned_of(
         return Err(at.refuse("random_distribution", &msg));
     }
     Ok(Some(zoned))
+}
+
+/// fio's `zipf`, `pareto` and `normal` distributions (`crate::dist`), their
+/// parameters in fixed point. One block size: fio sizes the ranges by the
+/// smallest, and a larger one would run past the file's end.
+fn dist_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::dist::Dist>, SimError> {
+    use crate::dist::Dist;
+    use crate::fixed::from_f64;
+    use iostack_workload::RandomDistribution as D;
+    let center = |c: f64| (c != -1.0).then(|| from_f64(c));
+    let d = match j.random_distribution {
+        D::Zipf { theta, center: c } => Dist::Zipf {
+            theta: from_f64(theta),
+            center: center(c),
+        },
+        D::Pareto { h, center: c } => Dist::Pareto {
+            h: from_f64(h),
+            center: center(c),
+        },
+        D::Normal { dev, center: c } => Dist::Normal {
+            dev: from_f64(dev),
+            center: center(c),
+        },
+        _ => return Ok(None),
+    };
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let both = j.rw.kind.reads() && j.rw.kind.writes();
+    let bs = j.bs.read.min(j.bs.write);
+    if varies || (both && j.bs.read != j.bs.write) || bs == 0 || size % bs != 0 {
+        let msg = "zipf, pareto and normal with varied block sizes, or a size that is \
+                   not whole blocks, are not modelled yet";
+        return Err(at.refuse("random_distribution", msg));
+    }
+    Ok(Some(d))
 }
 
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
@@ -1089,6 +1128,7 @@ pub fn fio_procs_loading(
                 fadvise: fadvise_of(j),
                 think: think_of(j),
                 zoned: zoned_of(j, size, &at)?,
+                dist: dist_of(j, size, &at)?,
                 perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
                 seq_nr: rw_modifier_of(j, &at)?.0,
                 seq_add: rw_modifier_of(j, &at)?.1,

@@ -212,6 +212,9 @@ pub struct ProcSpec {
     /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
     /// write()); `io_size` counts both.
     pub rewrite: bool,
+    /// fio's `zipf`, `pareto` and `normal` random distributions (None:
+    /// uniform or zoned).
+    pub dist: Option<crate::dist::Dist>,
     /// fio's `read_iolog`: the I/Os to issue, in order, instead of the
     /// pattern (None: the pattern).
     pub replay: Option<std::sync::Arc<Replay>>,
@@ -254,6 +257,9 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.rewrite {
             d.field("rewrite", &self.rewrite);
+        }
+        if let Some(dist) = &self.dist {
+            d.field("dist", dist);
         }
         if let Some(r) = &self.replay {
             d.field("replay_ios", &r.ios.len())
@@ -337,6 +343,7 @@ impl ProcSpec {
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
+            dist: None,
             replay: None,
         }
     }

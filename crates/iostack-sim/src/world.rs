@@ -202,6 +202,9 @@ pub(crate) struct Proc {
     pub(crate) fsync_nowait: bool,
     /// fio's `read_iolog` replay state.
     pub(crate) replay: crate::replay::ReplayState,
+    /// fio's zipf, pareto or gauss state of the file (`f->zipf`, `f->gauss`).
+    dist: Option<crate::dist::DistState>,
+    rng_dist: Rng,
 }
 
 pub struct Simulation {
@@ -634,6 +637,14 @@ impl Simulation {
                 invalidate_pending: false,
                 fsync_nowait: false,
                 replay: Default::default(),
+                dist: spec.dist.as_ref().map(|d| {
+                    // __init_rand_distribution: ranges of the smaller block
+                    // size over the file, drawn from the file's own state.
+                    let nranges = spec.region.div_ceil(bs_min);
+                    let mut rng = Rng::stream(self.cfg.seed, &format!("{label}/dist"));
+                    crate::dist::DistState::new(d, nranges, &mut rng)
+                }),
+                rng_dist: Rng::stream(self.cfg.seed, &format!("{label}/dist/draw")),
                 spec,
             });
             let map = match backing {
@@ -1080,6 +1091,10 @@ impl Simulation {
                 p.last_start[dir as usize]
             }
             Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
+            Pattern::Random { .. } if p.dist.is_some() => {
+                let d = p.dist.as_ref().expect("checked");
+                d.next(&mut p.rng_dist) * bs
+            }
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
                 let blocks = (p.spec.region / bs).max(1);
                 let z = p.spec.zoned.as_ref().unwrap();

@@ -42,7 +42,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "write_bw_log=x",
         "write_lat_log=x",
         "write_iops_log=x",
-        "read_iolog=trace.log",
         "exitall",
     ];
     for opt in cases {
@@ -469,7 +468,9 @@ fn zoned_distribution_puts_each_share_in_its_zone() {
         (uniform - 0.05).abs() < 0.02,
         "uniform: {uniform} in the first 5%"
     );
-    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nrandom_distribution=zipf:1.2\n");
+    let (msg, _, option) = refuse(
+        "[j]\nrw=randread\nbsrange=4k-8k\nnorandommap\nsize=1m\nrandom_distribution=zipf:1.2\n",
+    );
     assert_eq!(option.as_deref(), Some("random_distribution"), "{msg}");
 }
 

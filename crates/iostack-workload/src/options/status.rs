@@ -119,7 +119,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "random_distribution",
         Sim,
-        "random, zoned, zoned_abs; zipf, pareto, normal refused",
+        "random, zoned, zoned_abs, and zipf, pareto, normal in fixed point (one block size)",
     ),
     (
         "percentage_random",
