@@ -407,17 +407,43 @@ fn sizes_of(
     m: &Machine,
     at: &JobAt,
 ) -> Result<(u64, u64, u64, u64), SimError> {
-    let size = match &j.size {
-        Some(a) => bytes_of(a, "size", at)?,
-        None if !j.files.is_empty() && j.files.iter().all(|f| f.starts_with("/dev/")) => {
-            m.device_capacity_bytes()
+    // (region, bytes of I/O without io_size=)
+    let (size, io) = match (&j.size, j.filesize) {
+        // setup_files: the file is `filesize` long, and `size` (the bytes of
+        // I/O) at most the files' total.
+        (size, Some((file, _))) => {
+            let asked = size.as_ref().map(|a| bytes_of(a, "size", at)).transpose()?;
+            (file, asked.map_or(file, |s| s.min(file)))
         }
-        None => return Err(at.err(Some("size"), "size= is needed for new files".into())),
+        (Some(a), None) => {
+            let b = bytes_of(a, "size", at)?;
+            (b, b)
+        }
+        (None, None) if !j.files.is_empty() && j.files.iter().all(|f| f.starts_with("/dev/")) => {
+            let b = m.device_capacity_bytes();
+            (b, b)
+        }
+        (None, None) => {
+            let msg = "size= (or filesize=) is needed for new files".into();
+            return Err(at.err(Some("size"), msg));
+        }
     };
     let io_size = match &j.io_size {
         Some(a) => bytes_of(a, "io_size", at)?,
-        None => size,
+        None => io,
     };
+    finish_sizes(j, m, at, size, io_size)
+}
+
+/// The checks of a job's region `size` and its `io_size`: with the offsets,
+/// (size, io_size, offset, offset_increment).
+fn finish_sizes(
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    at: &JobAt,
+    size: u64,
+    io_size: u64,
+) -> Result<(u64, u64, u64, u64), SimError> {
     let offset = bytes_of(&j.offset, "offset", at)?;
     let offset_inc = bytes_of(&j.offset_increment, "offset_increment", at)?;
     if !j.direct {
@@ -702,6 +728,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
         let msg = "a ':'-separated directory list is not modelled yet".to_string();
         return Err(at.err(Some("directory"), msg));
     }
+    if j.filesize.is_some_and(|(lo, hi)| lo != hi) {
+        let msg = "a range (a random size per file) is not modelled yet";
+        return Err(at.refuse("filesize", msg));
+    }
     if j.startdelay_high_ns != j.startdelay_ns {
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
@@ -796,6 +826,31 @@ fn dist_of(
         return Err(at.refuse("random_distribution", msg));
     }
     Ok(Some(d))
+}
+
+/// fio's `blockalign` per direction where it differs from the block size
+/// (0 where it does not): random offsets at its multiples. fio uses it only
+/// for random offsets; with the random map (kept in blocks of `bs`), a
+/// zoned or skewed distribution, or varied sizes it is refused.
+fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], SimError> {
+    let ba = [
+        (j.blockalign.read != j.bs.read).then_some(j.blockalign.read),
+        (j.blockalign.write != j.bs.write).then_some(j.blockalign.write),
+    ];
+    if ba == [None, None] || !j.rw.kind.is_random() {
+        return Ok([0, 0]);
+    }
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    if !j.norandommap || varies || !uniform || ba.iter().flatten().any(|b| *b == 0) {
+        let msg = "with the random map, varied block sizes or a non-uniform distribution \
+                   it is not modelled yet; set norandommap";
+        return Err(at.refuse("ba", msg));
+    }
+    Ok(ba.map(|b| b.unwrap_or(0)))
 }
 
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
@@ -1112,8 +1167,13 @@ pub fn fio_procs_loading(
                 ioprio: (prioclass, prio),
                 direct: j.direct,
                 // fio unlinks and recreates the file of a write-only job unless
-                // `overwrite` is set (filesetup.c extend_file).
-                fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
+                // `overwrite` is set (filesetup.c extend_file); clones sharing
+                // one `filename` find it made by the first (setup_files sees
+                // no file to extend) and write into it.
+                fresh: read_pct == 0
+                    && !j.overwrite
+                    && !file.starts_with("/dev/")
+                    && (clone == 0 || j.files.is_empty()),
                 end_fsync: j.end_fsync,
                 fsync_every: u64::from(j.fsync.max(j.fdatasync)),
                 osync: j.sync != iostack_workload::SyncMode::None,
@@ -1129,6 +1189,7 @@ pub fn fio_procs_loading(
                 think: think_of(j),
                 zoned: zoned_of(j, size, &at)?,
                 dist: dist_of(j, size, &at)?,
+                ba: blockalign_of(j, &at)?,
                 perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
                 seq_nr: rw_modifier_of(j, &at)?.0,
                 seq_add: rw_modifier_of(j, &at)?.1,

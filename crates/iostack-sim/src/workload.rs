@@ -212,6 +212,9 @@ pub struct ProcSpec {
     /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
     /// write()); `io_size` counts both.
     pub rewrite: bool,
+    /// Per direction: fio's `blockalign` (`ba`), where random offsets fall
+    /// (0: at multiples of `bs`).
+    pub ba: [u64; 2],
     /// fio's `zipf`, `pareto` and `normal` random distributions (None:
     /// uniform or zoned).
     pub dist: Option<crate::dist::Dist>,
@@ -257,6 +260,9 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.rewrite {
             d.field("rewrite", &self.rewrite);
+        }
+        if self.ba != [0, 0] {
+            d.field("ba", &self.ba);
         }
         if let Some(dist) = &self.dist {
             d.field("dist", dist);
@@ -343,6 +349,7 @@ impl ProcSpec {
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
+            ba: [0, 0],
             dist: None,
             replay: None,
         }

@@ -1100,6 +1100,13 @@ impl Simulation {
                 let z = p.spec.zoned.as_ref().unwrap();
                 zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
             }
+            Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
+                // get_next_rand_offset with last_block: the region less
+                // `bs - ba`, in units of `ba`.
+                let ba = p.spec.ba[dir as usize];
+                let room = p.spec.region.saturating_sub(bs.saturating_sub(ba));
+                p.rng_off.below((room / ba).max(1)) * ba
+            }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
                 let b = if norandommap {

@@ -79,7 +79,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("size", Sim, "bytes; a percentage or zones are refused"),
     ("io_size", Sim, "bytes; a percentage or zones are refused"),
     ("fill_device", No(NOT_YET), ""),
-    ("filesize", No(NOT_YET), ""),
+    (
+        "filesize",
+        Sim,
+        "the file's size (size= then caps the I/O); a range is refused",
+    ),
     ("file_append", No(NOT_YET), ""),
     ("offset", Sim, "bytes; a percentage or zones are refused"),
     ("offset_align", No(NOT_YET), ""),
@@ -94,7 +98,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         "stops after N I/Os issued; with time_based refused",
     ),
     ("bs", Sim, "per direction (read, write)"),
-    ("ba", No(NOT_YET), ""),
+    (
+        "ba",
+        Sim,
+        "random offsets at its multiples; needs norandommap and one block size",
+    ),
     (
         "bsrange",
         Sim,
@@ -165,7 +173,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "numjobs",
         Sim,
-        "one process per clone, each on its own file",
+        "one process per clone, each on its own file, or all on one filename=",
     ),
     ("startdelay", Sim, "a single delay; a range is refused"),
     ("runtime", Sim, ""),
