@@ -71,7 +71,15 @@ pub const REPLAY_FLAGS: &[&str] = &[
     "redirect",
     "help",
 ];
-const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "html", "help"];
+const REPRODUCE: &[&str] = &[
+    "seed",
+    "json",
+    "trace-dir",
+    "experiments",
+    "html",
+    "check",
+    "help",
+];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
@@ -746,6 +754,7 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         let mut runs = e.run(
             seed,
             fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            p.has("check") || cfg!(debug_assertions),
             |v, cfg| {
                 let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
                 crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
