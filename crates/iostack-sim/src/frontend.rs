@@ -382,7 +382,11 @@ fn engine_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<Engine, SimErr
         | IoEngine::Vsync
         | IoEngine::Pvsync
         | IoEngine::Pvsync2 => Ok(Engine::Sync),
-        IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Ok(Engine::Async),
+        // null queues up to iodepth and completes at commit: an async engine
+        // whose I/Os never reach the device (Target::Diskless).
+        IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio | IoEngine::Null => {
+            Ok(Engine::Async)
+        }
         e => Err(at.err(
             Some("ioengine"),
             format!("ioengine={} is not modelled", e.as_str()),
@@ -479,7 +483,9 @@ fn finish_sizes(
         );
         return Err(at.err(Some("offset"), msg));
     }
-    let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
+    let diskless = j.ioengine == iostack_workload::IoEngine::Null;
+    let on_fs =
+        !diskless && (j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/")));
     if let (true, Some(end)) = (on_fs, end) {
         fits_on_disk(end, m).map_err(|e| {
             if offset == 0 && offset_inc == 0 {
@@ -1149,8 +1155,12 @@ pub fn fio_procs_loading(
             };
             // Checked in sizes_of.
             let off = offset + offset_inc * u64::from(clone);
-            let target =
-                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?;
+            let diskless = j.ioengine == iostack_workload::IoEngine::Null;
+            let target = if diskless {
+                Target::Diskless { path: file.clone() }
+            } else {
+                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?
+            };
             out.procs.push(ProcSpec {
                 group: j.group_id,
                 pattern,
@@ -1165,7 +1175,9 @@ pub fn fio_procs_loading(
                 startdelay: Duration(j.startdelay_ns),
                 stonewall: j.stonewall && clone == 0,
                 ioprio: (prioclass, prio),
-                direct: j.direct,
+                // A diskless engine has no page cache to go through, nor a
+                // cache to drop (file_invalidate_cache returns at once).
+                direct: j.direct || diskless,
                 // fio unlinks and recreates the file of a write-only job unless
                 // `overwrite` is set (filesetup.c extend_file); clones sharing
                 // one `filename` find it made by the first (setup_files sees
@@ -1173,6 +1185,7 @@ pub fn fio_procs_loading(
                 fresh: read_pct == 0
                     && !j.overwrite
                     && !file.starts_with("/dev/")
+                    && !diskless
                     && (clone == 0 || j.files.is_empty()),
                 end_fsync: j.end_fsync,
                 fsync_every: u64::from(j.fsync.max(j.fdatasync)),
@@ -1184,7 +1197,7 @@ pub fn fio_procs_loading(
                     (j.min_bs.write, j.max_bs.write),
                 ],
                 bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
-                invalidate: j.invalidate,
+                invalidate: j.invalidate && !diskless,
                 fadvise: fadvise_of(j),
                 think: think_of(j),
                 zoned: zoned_of(j, size, &at)?,

@@ -128,6 +128,9 @@ pub enum Target {
     },
     /// A block device node (`/dev/sda`, `/dev/sda1`).
     Device { path: String },
+    /// The file of a diskless engine (fio's `null`, `FIO_DISKLESSIO`): no
+    /// file is made, no I/O reaches the block layer.
+    Diskless { path: String },
 }
 
 /// One process (a fio job clone or a dd).

@@ -507,6 +507,12 @@ impl Simulation {
                     };
                     Backing::File(ino)
                 }
+                // Nothing is read or written: a raw backing the size of the
+                // region, never mapped (direct) nor built into bios.
+                Target::Diskless { .. } => Backing::Raw {
+                    dev: m.disk,
+                    size: spec.offset.saturating_add(spec.region),
+                },
                 Target::Device { path } => {
                     let disk = format!("/dev/{}", m.disk_name);
                     let part = m.part_name().map(|p| format!("/dev/{p}"));
@@ -545,7 +551,7 @@ impl Simulation {
                     spec.offset,
                     spec.region,
                     match &spec.target {
-                        Target::Device { path } => path.as_str(),
+                        Target::Device { path } | Target::Diskless { path } => path.as_str(),
                         Target::File { path, .. } => path.as_str(),
                     },
                     size
@@ -1247,6 +1253,14 @@ impl Simulation {
         len: u64,
         plan: &mut DioPlan,
     ) -> Result<(), String> {
+        if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
+            // fio's null engine (engines/null.c): the I/O is done at once.
+            *plan = DioPlan {
+                bytes: len,
+                ..DioPlan::default()
+            };
+            return Ok(());
+        }
         let backing = self.procs[pi as usize].backing;
         let r = match backing {
             Backing::File(ino) => dio::build(

@@ -282,6 +282,17 @@ fn numjobs_clones_share_one_file() {
     }
 }
 
+/// `ioengine=null` (fio's engines/null.c, a diskless engine): the job's
+/// I/Os are issued and done, none reaches the block layer, no file is made.
+#[test]
+fn null_engine_issues_nothing_to_the_device() {
+    let r = run_null(
+        "[j]\nioengine=null\nrw=randread\nnorandommap\nbs=4k\nsize=100g\nnumber_ios=1000\n",
+    );
+    assert_eq!(r.procs[0].dirs[0].ios, 1000, "{:?}", r.procs[0].error);
+    assert_eq!(r.queue.bytes_queued, 0);
+}
+
 /// `loops=3` reads the file three times (fio's `keep_running`), sequential and
 /// random; with buffered I/O it is refused (fio drops the cache at each loop).
 #[test]

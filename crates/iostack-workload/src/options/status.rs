@@ -63,7 +63,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "ioengine",
         Sim,
-        "sync engines and libaio/io_uring/posixaio; others refused",
+        "sync engines, libaio/io_uring/posixaio, null (no I/O reaches the device); others refused",
     ),
     (
         "iodepth",
