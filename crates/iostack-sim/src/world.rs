@@ -202,6 +202,11 @@ pub(crate) struct Proc {
     pub(crate) invalidate_pending: bool,
     /// The task's writeback job is a `filemap_flush`: no wait at its end.
     pub(crate) fsync_nowait: bool,
+    /// fio's `read_iolog` replay state.
+    pub(crate) replay: crate::replay::ReplayState,
+    /// fio's zipf, pareto or gauss state of the file (`f->zipf`, `f->gauss`).
+    dist: Option<crate::dist::DistState>,
+    rng_dist: Rng,
 }
 
 pub struct Simulation {
@@ -513,6 +518,12 @@ impl Simulation {
                     };
                     Backing::File(ino)
                 }
+                // Nothing is read or written: a raw backing the size of the
+                // region, never mapped (direct) nor built into bios.
+                Target::Diskless { .. } => Backing::Raw {
+                    dev: m.disk,
+                    size: spec.offset.saturating_add(spec.region),
+                },
                 Target::Device { path } => {
                     let disk = format!("/dev/{}", m.disk_name);
                     let part = m.part_name().map(|p| format!("/dev/{p}"));
@@ -551,7 +562,7 @@ impl Simulation {
                     spec.offset,
                     spec.region,
                     match &spec.target {
-                        Target::Device { path } => path.as_str(),
+                        Target::Device { path } | Target::Diskless { path } => path.as_str(),
                         Target::File { path, .. } => path.as_str(),
                     },
                     size
@@ -643,6 +654,15 @@ impl Simulation {
                 ra_random: false,
                 invalidate_pending: false,
                 fsync_nowait: false,
+                replay: Default::default(),
+                dist: spec.dist.as_ref().map(|d| {
+                    // __init_rand_distribution: ranges of the smaller block
+                    // size over the file, drawn from the file's own state.
+                    let nranges = spec.region.div_ceil(bs_min);
+                    let mut rng = Rng::stream(self.cfg.seed, &format!("{label}/dist"));
+                    crate::dist::DistState::new(d, nranges, &mut rng)
+                }),
+                rng_dist: Rng::stream(self.cfg.seed, &format!("{label}/dist/draw")),
                 spec,
             });
             let map = match backing {
@@ -879,6 +899,10 @@ impl Simulation {
                 return false;
             }
         }
+        if let Some(r) = &p.spec.replay {
+            // read_iolog_get: done when the log is.
+            return p.replay.next < r.ios.len();
+        }
         // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
         if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
             return false;
@@ -1011,6 +1035,15 @@ impl Simulation {
             self.tasks.block(TaskId(pi), Blocked::OnIo);
             return;
         }
+        if p.spec.replay.is_some() {
+            if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
+                let p = &mut self.procs[pi as usize];
+                p.bytes_issued += len;
+                p.ios_issued += 1;
+                self.issue_at(pi, dir, offset, len, now);
+            }
+            return;
+        }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
         let dir = if p.spec.rewrite {
@@ -1086,10 +1119,21 @@ impl Simulation {
                 p.last_start[dir as usize]
             }
             Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
+            Pattern::Random { .. } if p.dist.is_some() => {
+                let d = p.dist.as_ref().expect("checked");
+                d.next(&mut p.rng_dist) * bs
+            }
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
                 let blocks = (p.spec.region / bs).max(1);
                 let z = p.spec.zoned.as_ref().unwrap();
                 zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
+            }
+            Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
+                // get_next_rand_offset with last_block: the region less
+                // `bs - ba`, in units of `ba`.
+                let ba = p.spec.ba[dir as usize];
+                let room = p.spec.region.saturating_sub(bs.saturating_sub(ba));
+                p.rng_off.below((room / ba).max(1)) * ba
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
@@ -1107,6 +1151,12 @@ impl Simulation {
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
+        self.issue_at(pi, dir, offset, len, now);
+    }
+
+    /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
+    /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
+    fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
@@ -1225,6 +1275,14 @@ impl Simulation {
         len: u64,
         plan: &mut DioPlan,
     ) -> Result<(), String> {
+        if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
+            // fio's null engine (engines/null.c): the I/O is done at once.
+            *plan = DioPlan {
+                bytes: len,
+                ..DioPlan::default()
+            };
+            return Ok(());
+        }
         let backing = self.procs[pi as usize].backing;
         let r = match backing {
             Backing::File(ino) => dio::build(
