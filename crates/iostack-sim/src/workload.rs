@@ -164,6 +164,9 @@ pub struct ProcSpec {
     /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
     /// write()); `io_size` counts both.
     pub rewrite: bool,
+    /// The file is unlinked and created again at open (Bonnie's `newfile`
+    /// with `create`): truncated to 0, its blocks freed and its pages dropped.
+    pub recreate: bool,
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -203,6 +206,9 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.rewrite {
             d.field("rewrite", &self.rewrite);
+        }
+        if self.recreate {
+            d.field("recreate", &self.recreate);
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -282,6 +288,7 @@ impl ProcSpec {
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
+            recreate: false,
         }
     }
 }

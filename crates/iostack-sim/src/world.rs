@@ -181,6 +181,8 @@ pub(crate) struct Proc {
     pub(crate) jop: Option<JournalOp>,
     /// A fresh file's creation has been journalled.
     pub(crate) created: bool,
+    /// 2.4's `generic_osync_inode` before the next direct I/O.
+    pub(crate) osync24: crate::dio24::Osync24,
     /// fsync waits in the journal (commit or cache flush).
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
@@ -376,6 +378,13 @@ impl Simulation {
             tracer.process(flusher_pid, &format!("flush-{}:{}", d.major, m.disk.minor));
         }
         let vm = Vm::new(vm_cfg);
+        if t.get_enum("dio/flush24") != "data" && t.profile() != iostack_core::Profile::V2_4 {
+            return Err(SimError(format!(
+                "dio/flush24={} is 2.4's generic_file_direct_IO; kernel {} has no such step",
+                t.get_enum("dio/flush24"),
+                t.profile()
+            )));
+        }
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
@@ -622,6 +631,7 @@ impl Simulation {
                 osync_op: None,
                 jop: None,
                 created: false,
+                osync24: Default::default(),
                 jwait: false,
                 jflush: false,
                 datasync: false,
@@ -789,6 +799,10 @@ impl Simulation {
                     self.journal_bio_done(c.owner.task, now);
                     continue;
                 }
+                EndIo::SyncBuffer => {
+                    self.osync_bio_done(c.owner.task, now);
+                    continue;
+                }
                 EndIo::DirectIo { slot } => slot,
             };
             let p = self.proc_of(c.owner.task);
@@ -869,6 +883,15 @@ impl Simulation {
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
         if !self.procs[pi as usize].opened {
+            if self.procs[pi as usize].spec.recreate {
+                if let Err(e) = self.recreate_file(pi) {
+                    let p = &mut self.procs[pi as usize];
+                    p.result.error = Some(format!("{}: {e}", p.spec.name));
+                    p.opened = true;
+                    self.finish_proc(pi, now);
+                    return;
+                }
+            }
             // A writeback job it starts runs below, before the first I/O.
             self.open_file(pi);
         }
@@ -968,7 +991,7 @@ impl Simulation {
         }
     }
 
-    fn issue_next(&mut self, pi: u32, now: Instant) {
+    pub(crate) fn issue_next(&mut self, pi: u32, now: Instant) {
         let depth = self.procs[pi as usize].result.iodepth;
         if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
             return;
@@ -987,6 +1010,9 @@ impl Simulation {
         }
         if p.inflight >= depth {
             self.tasks.block(TaskId(pi), Blocked::OnIo);
+            return;
+        }
+        if self.osync_before_dio(pi, now) {
             return;
         }
         // Choose direction, offset and length, as fio's get_io_u does.
@@ -1519,7 +1545,7 @@ impl Simulation {
         self.tasks.processes_alive()
     }
 
-    fn finish_proc(&mut self, pi: u32, now: Instant) {
+    pub(crate) fn finish_proc(&mut self, pi: u32, now: Instant) {
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
