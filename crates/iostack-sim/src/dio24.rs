@@ -42,6 +42,26 @@ impl Simulation {
         self.cfg.tunables.get_enum("dio/flush24") == "generic_osync_inode"
     }
 
+    /// CPU time of the `get_block` calls of 2.4's `generic_direct_IO` over
+    /// `[offset, offset + len)` of a file: one per file-system block, those
+    /// past `i_size` allocating (ext2 creates blocks only there on this path).
+    /// Zero on other kernels (2.6's `do_direct_IO` maps extents; not costed)
+    /// and on a device (`blkdev_get_block` is a computation).
+    pub(crate) fn get_block_cost24(&mut self, backing: Backing, offset: u64, len: u64) -> Duration {
+        let Backing::File(ino) = backing else {
+            return Duration::ZERO;
+        };
+        if self.cfg.tunables.profile() != iostack_core::Profile::V2_4 {
+            return Duration::ZERO;
+        }
+        let m = &self.cfg.machine;
+        let bs = m.fs_block_size as u64;
+        let blocks = len.div_ceil(bs);
+        let size = self.fs.get_block().i_size(ino);
+        let fresh = (offset + len).saturating_sub(size.max(offset)).div_ceil(bs);
+        Duration(blocks * m.cpu_get_block_ns + fresh.min(blocks) * m.cpu_alloc_block_ns)
+    }
+
     /// Bonnie's `newfile(name, ..., create)`: `unlink` then `open(O_CREAT)`.
     /// The page cache of the old file goes (`truncate_inode_pages`; Bonnie
     /// fsyncs before close, so none is dirty) and its blocks are freed.

@@ -1164,14 +1164,17 @@ impl Simulation {
         let first = self.dio_chunk(pi).map_or(len, |c| len.min(c));
         let r = self.build_plan(pi, dir, offset, first, &mut plan);
         let p = &mut self.procs[pi as usize];
-        if let Err(e) = r {
-            p.result.error = Some(e.to_string());
-            p.slots[slot as usize].plan = plan;
-            p.free.push(slot);
-            p.inflight -= 1;
-            self.finish_proc(pi, now);
-            return;
-        }
+        let map_cost = match r {
+            Ok(c) => c,
+            Err(e) => {
+                p.result.error = Some(e.to_string());
+                p.slots[slot as usize].plan = plan;
+                p.free.push(slot);
+                p.inflight -= 1;
+                self.finish_proc(pi, now);
+                return;
+            }
+        };
         let pages = first.div_ceil(dio::PAGE_SIZE);
         let nbios = plan.bios.len() as u32;
         let s = &mut p.slots[slot as usize];
@@ -1187,7 +1190,7 @@ impl Simulation {
         s.active = true;
         s.depth = p.inflight;
         let m = &self.cfg.machine;
-        let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
+        let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns) + map_cost;
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
             // Entirely a hole or past EOF: no I/O, completes at once. A sync
@@ -1220,7 +1223,8 @@ impl Simulation {
     }
 
     /// The direct-I/O bios of `[offset, offset + len)` of process `pi`'s file or
-    /// device (`get_block` per block).
+    /// device (`get_block` per block). Returns the CPU time of 2.4's
+    /// per-block `get_block` calls (`Simulation::get_block_cost24`).
     fn build_plan(
         &mut self,
         pi: u32,
@@ -1228,8 +1232,9 @@ impl Simulation {
         offset: u64,
         len: u64,
         plan: &mut DioPlan,
-    ) -> Result<(), String> {
+    ) -> Result<Duration, String> {
         let backing = self.procs[pi as usize].backing;
+        let cost = self.get_block_cost24(backing, offset, len);
         let r = match backing {
             Backing::File(ino) => dio::build(
                 self.fs.get_block(),
@@ -1258,7 +1263,7 @@ impl Simulation {
                 )
             }
         };
-        r.map_err(|e| e.to_string())
+        r.map(|()| cost).map_err(|e| e.to_string())
     }
 
     /// The chunk of a 2.4 direct I/O just completed: map, build and submit the
@@ -1275,14 +1280,17 @@ impl Simulation {
         let (dir, offset, len) = (s.dir, s.offset + at, chunk.min(s.len - at));
         let mut plan = std::mem::take(&mut self.procs[pi as usize].slots[slot as usize].plan);
         let done = plan.bytes;
-        if let Err(e) = self.build_plan(pi, dir, offset, len, &mut plan) {
-            // A later chunk cannot fail where the first did not (the blocks
-            // were mapped or allocated the same way); keep the error anyway.
-            let p = &mut self.procs[pi as usize];
-            p.result.error = Some(e);
-            p.slots[slot as usize].plan = plan;
-            return false;
-        }
+        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan) {
+            Ok(c) => c,
+            Err(e) => {
+                // A later chunk cannot fail where the first did not (the blocks
+                // were mapped or allocated the same way); keep the error anyway.
+                let p = &mut self.procs[pi as usize];
+                p.result.error = Some(e);
+                p.slots[slot as usize].plan = plan;
+                return false;
+            }
+        };
         let nbios = plan.bios.len() as u32;
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
@@ -1291,7 +1299,7 @@ impl Simulation {
         s.plan = plan;
         s.bios_left = nbios;
         let m = &self.cfg.machine;
-        let cost = Duration(len.div_ceil(dio::PAGE_SIZE) * m.cpu_page_ns);
+        let cost = Duration(len.div_ceil(dio::PAGE_SIZE) * m.cpu_page_ns) + map_cost;
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
             let owner = BioOwner {
