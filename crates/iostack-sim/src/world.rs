@@ -1328,6 +1328,8 @@ impl Simulation {
         if self.next_dio_chunk(pi, slot, now) {
             return;
         }
+        let dir = self.procs[pi as usize].slots[slot as usize].dir;
+        self.after_direct_io24(pi, dir);
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
         assert!(s.active && s.bios_left == 0);
