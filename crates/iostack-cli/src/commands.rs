@@ -51,7 +51,15 @@ pub const RUN_FLAGS: &[&str] = &[
     "help",
     "help-options",
 ];
-const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "html", "help"];
+const REPRODUCE: &[&str] = &[
+    "seed",
+    "json",
+    "trace-dir",
+    "experiments",
+    "html",
+    "check",
+    "help",
+];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
@@ -633,46 +641,35 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             return Err(format!("no experiment named '{want}' (have: {names})").into());
         }
     }
+    exps.retain(|(_, e)| p.positional.is_empty() || p.positional.contains(&e.name));
+    let mut fios = Vec::new();
+    for (path, e) in &exps {
+        fios.push(experiment_fio(p, path, e)?);
+    }
     let json = p.has("json");
     let trace_dir = p.get("trace-dir").map(PathBuf::from);
+    let mut open_err = None;
+    let batch: Vec<(&Experiment, Option<(&str, &str)>)> = exps
+        .iter()
+        .zip(&fios)
+        .map(|((_, e), f)| (e, f.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))))
+        .collect();
+    let checks = p.has("check") || cfg!(debug_assertions);
+    let results = experiment::run_many(&batch, seed, checks, |e, v, cfg| {
+        let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
+        crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
+            open_err.get_or_insert(err);
+            Vec::new()
+        })
+    });
+    if let Some(err) = open_err {
+        return Err(err);
+    }
     let mut records = Vec::new();
     let mut text = String::new();
     let mut plotted = Vec::new();
-    for (path, e) in &exps {
-        if !p.positional.is_empty() && !p.positional.contains(&e.name) {
-            continue;
-        }
-        let fio = match &e.workload.fio {
-            Some(f) => {
-                let dir = Path::new(path).parent().unwrap_or(Path::new("."));
-                let fp = dir.join(f);
-                let builtin = BUILTIN_FILES
-                    .iter()
-                    .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
-                let t = match builtin {
-                    Some((_, t)) => t.to_string(),
-                    None => std::fs::read_to_string(&fp)
-                        .map_err(|err| CliError::io(fp.display(), err))?,
-                };
-                Some((fp.display().to_string(), t))
-            }
-            None => None,
-        };
-        let mut open_err = None;
-        let mut runs = e.run(
-            seed,
-            fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-            |v, cfg| {
-                let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
-                crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
-                    open_err.get_or_insert(err);
-                    Vec::new()
-                })
-            },
-        )?;
-        if let Some(err) = open_err {
-            return Err(err);
-        }
+    for ((_, e), runs) in exps.iter().zip(results) {
+        let mut runs = runs?;
         if let Some(dir) = &trace_dir {
             for r in &mut runs {
                 let d = dir.join(&e.name).join(&r.variant);
@@ -687,25 +684,7 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             plotted.push((e, rows.clone()));
         }
         if json {
-            // Provenance goes to stderr: the records keep their documented fields.
-            for r in &runs {
-                out::stderr(&format!(
-                    "iostack: {} variant {}: {}\n",
-                    e.name,
-                    r.variant,
-                    crate::sinks::provenance(r.seed, r.config_hash)
-                ));
-            }
-            for r in &rows {
-                records.push(serde_json::json!({
-                    "experiment": r.experiment,
-                    "variant": r.variant,
-                    "metric": r.metric,
-                    "unit": r.unit,
-                    "published": r.published,
-                    "simulated": r.simulated,
-                }));
-            }
+            json_records(e, &runs, &rows, &mut records)?;
         } else {
             text.push_str(&crate::sinks::reproduce_text(e, &mut runs, &rows, &changes));
         }
@@ -722,6 +701,54 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         out::stdout(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fio job text of an experiment's workload, if it has one: the built-in
+/// copy for the built-in set, else the file beside the experiment file.
+fn experiment_fio(p: &Parsed, path: &str, e: &Experiment) -> Result<Option<(String, String)>> {
+    let Some(f) = &e.workload.fio else {
+        return Ok(None);
+    };
+    let dir = Path::new(path).parent().unwrap_or(Path::new("."));
+    let fp = dir.join(f);
+    let builtin = BUILTIN_FILES
+        .iter()
+        .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
+    let t = match builtin {
+        Some((_, t)) => t.to_string(),
+        None => std::fs::read_to_string(&fp).map_err(|err| CliError::io(fp.display(), err))?,
+    };
+    Ok(Some((fp.display().to_string(), t)))
+}
+
+/// `reproduce --json`: the records of one experiment; its provenance (seed and
+/// configuration hash per variant) goes to stderr, so the records keep their
+/// documented fields.
+fn json_records(
+    e: &Experiment,
+    runs: &[VariantRun],
+    rows: &[experiment::Row],
+    records: &mut Vec<serde_json::Value>,
+) -> Result<()> {
+    for r in runs {
+        out::stderr(&format!(
+            "iostack: {} variant {}: {}\n",
+            e.name,
+            r.variant,
+            crate::sinks::provenance(r.seed, r.config_hash)
+        ));
+    }
+    for r in rows {
+        records.push(serde_json::json!({
+            "experiment": r.experiment,
+            "variant": r.variant,
+            "metric": r.metric,
+            "unit": r.unit,
+            "published": r.published,
+            "simulated": r.simulated,
+        }));
+    }
+    Ok(())
 }
 
 #[allow(dead_code)]
