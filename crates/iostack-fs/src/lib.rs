@@ -43,6 +43,15 @@ pub struct BlockMapping {
     pub new: bool,
 }
 
+/// The metadata blocks 2.4's `generic_osync_inode` writes and waits for, in
+/// its two steps: `fsync_inode_buffers` (the inode's dirty buffers), then
+/// `write_inode_now` (the inode-table block, when the inode needs writing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OsyncWrites {
+    pub buffers: Vec<u64>,
+    pub inode: Option<u64>,
+}
+
 /// A file system's block-mapping callback (`get_block_t`).
 pub trait GetBlock {
     /// Block size in bits (`i_blkbits`).

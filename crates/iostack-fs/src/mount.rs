@@ -77,6 +77,22 @@ pub trait MountedFs {
     fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
         Vec::new()
     }
+    /// Truncate `ino` to 0 (the file unlinked and created again); false when
+    /// its blocks could not be given back to the allocator.
+    fn truncate(&mut self, _ino: u32) -> Result<bool, FsError> {
+        Err(FsError::Unsupported(format!(
+            "truncating a file on {}",
+            self.name()
+        )))
+    }
+    /// 2.4's `generic_osync_inode(inode, OSYNC_METADATA|OSYNC_DATA)`: the
+    /// metadata blocks to write and wait for (see `Ext2::osync_inode`).
+    fn osync_inode(&mut self, _ino: u32) -> Result<crate::OsyncWrites, FsError> {
+        Err(FsError::Unsupported(format!(
+            "2.4's generic_osync_inode on {}",
+            self.name()
+        )))
+    }
 }
 
 pub struct Ext2Fs {
@@ -141,7 +157,21 @@ impl MountedFs for Ext2Fs {
         self.fs.create_sequential(name, size, goal)
     }
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
-        self.fs.create_sequential(name, 0, None)
+        let ino = self.fs.create_sequential(name, 0, None)?;
+        // ext2_new_inode: mark_inode_dirty.
+        self.fs.inode_mut(ino).datasync_dirty = true;
+        Ok(ino)
+    }
+    fn truncate(&mut self, ino: u32) -> Result<bool, FsError> {
+        Ok(self.fs.truncate(ino))
+    }
+    fn osync_inode(&mut self, ino: u32) -> Result<crate::OsyncWrites, FsError> {
+        if self.ext3 {
+            return Err(FsError::Unsupported(
+                "2.4's generic_osync_inode on ext3 (its journal is 2.6's)".into(),
+            ));
+        }
+        Ok(self.fs.osync_inode(ino))
     }
     fn write_begin(
         &mut self,

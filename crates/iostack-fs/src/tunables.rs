@@ -12,6 +12,9 @@ pub const DIO_WRITE_FLAGS: &[&str] = &[
     "WRITE_ODIRECT_PLUG",
 ];
 
+/// What 2.4's `generic_file_direct_IO` flushes before a direct I/O.
+pub const DIO_FLUSH_24: &[&str] = &["data", "generic_osync_inode"];
+
 /// ext3's `data=` modes.
 pub const JOURNAL_DATA: &[&str] = &["ordered", "writeback", "journal"];
 
@@ -52,6 +55,20 @@ pub static TUNABLES: &[TunableDef] = &[
               WRITE_ODIRECT (2.6.32: SYNCIO|UNPLUG), WRITE_SYNC_PLUG (the for-2.6.33 \
               branch: SYNC|NOIDLE), WRITE_ODIRECT_PLUG (2.6.33-2.6.37: SYNC; 3.10's \
               WRITE_ODIRECT has the same bits under on-stack plugging).",
+    },
+    TunableDef {
+        name: "dio/flush24",
+        unit: Unit::Enum(DIO_FLUSH_24),
+        default: |_| 0,
+        min: 0,
+        max: 1,
+        doc: "2.4 only: what generic_file_direct_IO flushes before each direct I/O. \
+              data: the o_direct patch as merged (2.4.10), filemap_fdatasync and \
+              fsync_inode_data_buffers, the data only. generic_osync_inode: seed 004's \
+              intermediate patch, generic_osync_inode(inode, OSYNC_METADATA|OSYNC_DATA), \
+              which also writes the inode's dirty indirect blocks and, when an \
+              allocation or a size change dirtied it (I_DIRTY_DATASYNC), its inode-table \
+              block, each synchronously.",
     },
     TunableDef {
         name: "fs/ext2/inode_table_blocks",

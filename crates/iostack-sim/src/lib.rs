@@ -6,6 +6,7 @@ mod bdev;
 pub mod bonnie;
 mod buffered;
 pub mod check;
+mod dio24;
 pub mod dist;
 mod error;
 pub mod experiment;
@@ -55,7 +56,11 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
         // 2.4's elevator_linus latencies only on 2.4.
         let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
         let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
-        if (sq && mq) || (!sq && legacy) || (ll24 && !v24) {
+        // 2.4's direct-I/O flush only on 2.4 and when not the default (it came
+        // after the hashes of earlier runs).
+        let only24 = line.starts_with("dio/flush24=");
+        let flush_default = line == "dio/flush24=data";
+        if (sq && mq) || (!sq && legacy) || ((ll24 || only24) && !v24) || flush_default {
             continue;
         }
         s.push_str(line);

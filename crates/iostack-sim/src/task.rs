@@ -53,6 +53,8 @@ pub(crate) enum Blocked {
     /// In the journal: `start_this_handle` or a shadowed buffer
     /// (`do_get_write_access`), `log_wait_commit`, or fsync's cache flush.
     OnJournal,
+    /// In 2.4's `wait_on_buffer` for a metadata buffer it wrote.
+    OnBuffer,
     Done,
 }
 

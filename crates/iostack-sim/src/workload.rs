@@ -224,6 +224,9 @@ pub struct ProcSpec {
     /// fio's `read_iolog`: the I/Os to issue, in order, instead of the
     /// pattern (None: the pattern).
     pub replay: Option<std::sync::Arc<Replay>>,
+    /// The file is unlinked and created again at open (Bonnie's `newfile`
+    /// with `create`): truncated to 0, its blocks freed and its pages dropped.
+    pub recreate: bool,
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -273,6 +276,9 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(r) = &self.replay {
             d.field("replay_ios", &r.ios.len())
                 .field("replay_digest", &r.digest());
+        }
+        if self.recreate {
+            d.field("recreate", &self.recreate);
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -355,6 +361,7 @@ impl ProcSpec {
             ba: [0, 0],
             dist: None,
             replay: None,
+            recreate: false,
         }
     }
 }

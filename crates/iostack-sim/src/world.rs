@@ -183,6 +183,8 @@ pub(crate) struct Proc {
     pub(crate) jop: Option<JournalOp>,
     /// A fresh file's creation has been journalled.
     pub(crate) created: bool,
+    /// 2.4's `generic_osync_inode` before the next direct I/O.
+    pub(crate) osync24: crate::dio24::Osync24,
     /// fsync waits in the journal (commit or cache flush).
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
@@ -386,6 +388,13 @@ impl Simulation {
             tracer.process(flusher_pid, &format!("flush-{}:{}", d.major, m.disk.minor));
         }
         let vm = Vm::new(vm_cfg);
+        if t.get_enum("dio/flush24") != "data" && t.profile() != iostack_core::Profile::V2_4 {
+            return Err(SimError(format!(
+                "dio/flush24={} is 2.4's generic_file_direct_IO; kernel {} has no such step",
+                t.get_enum("dio/flush24"),
+                t.profile()
+            )));
+        }
         let boundary = Boundary::from_name(t.get_enum("dio/boundary"));
         let write_flags = dio_write_flags(t.get_enum("dio/write_flags"), t);
         let bio_limits = BioLimits {
@@ -645,6 +654,7 @@ impl Simulation {
                 osync_op: None,
                 jop: None,
                 created: false,
+                osync24: Default::default(),
                 jwait: false,
                 jflush: false,
                 datasync: false,
@@ -830,6 +840,10 @@ impl Simulation {
                     self.journal_bio_done(c.owner.task, now);
                     continue;
                 }
+                EndIo::SyncBuffer => {
+                    self.osync_bio_done(c.owner.task, now);
+                    continue;
+                }
                 EndIo::DirectIo { slot } => slot,
             };
             let p = self.proc_of(c.owner.task);
@@ -914,6 +928,15 @@ impl Simulation {
     /// or start a new I/O, or go to sleep.
     fn step(&mut self, pi: u32, now: Instant) {
         if !self.procs[pi as usize].opened {
+            if self.procs[pi as usize].spec.recreate {
+                if let Err(e) = self.recreate_file(pi) {
+                    let p = &mut self.procs[pi as usize];
+                    p.result.error = Some(format!("{}: {e}", p.spec.name));
+                    p.opened = true;
+                    self.finish_proc(pi, now);
+                    return;
+                }
+            }
             // A writeback job it starts runs below, before the first I/O.
             self.open_file(pi);
         }
@@ -1014,7 +1037,7 @@ impl Simulation {
         }
     }
 
-    fn issue_next(&mut self, pi: u32, now: Instant) {
+    pub(crate) fn issue_next(&mut self, pi: u32, now: Instant) {
         let depth = self.procs[pi as usize].result.iodepth;
         if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
             return;
@@ -1035,6 +1058,10 @@ impl Simulation {
             self.tasks.block(TaskId(pi), Blocked::OnIo);
             return;
         }
+        if self.osync_before_dio(pi, now) {
+            return;
+        }
+        let p = &self.procs[pi as usize];
         if p.spec.replay.is_some() {
             if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
                 let p = &mut self.procs[pi as usize];
@@ -1210,14 +1237,17 @@ impl Simulation {
         let first = self.dio_chunk(pi).map_or(len, |c| len.min(c));
         let r = self.build_plan(pi, dir, offset, first, &mut plan);
         let p = &mut self.procs[pi as usize];
-        if let Err(e) = r {
-            p.result.error = Some(e.to_string());
-            p.slots[slot as usize].plan = plan;
-            p.free.push(slot);
-            p.inflight -= 1;
-            self.finish_proc(pi, now);
-            return;
-        }
+        let map_cost = match r {
+            Ok(c) => c,
+            Err(e) => {
+                p.result.error = Some(e.to_string());
+                p.slots[slot as usize].plan = plan;
+                p.free.push(slot);
+                p.inflight -= 1;
+                self.finish_proc(pi, now);
+                return;
+            }
+        };
         let pages = first.div_ceil(dio::PAGE_SIZE);
         let nbios = plan.bios.len() as u32;
         let s = &mut p.slots[slot as usize];
@@ -1233,7 +1263,7 @@ impl Simulation {
         s.active = true;
         s.depth = p.inflight;
         let m = &self.cfg.machine;
-        let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns);
+        let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns) + map_cost;
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
             // Entirely a hole or past EOF: no I/O, completes at once. A sync
@@ -1266,7 +1296,8 @@ impl Simulation {
     }
 
     /// The direct-I/O bios of `[offset, offset + len)` of process `pi`'s file or
-    /// device (`get_block` per block).
+    /// device (`get_block` per block). Returns the CPU time of 2.4's
+    /// per-block `get_block` calls (`Simulation::get_block_cost24`).
     fn build_plan(
         &mut self,
         pi: u32,
@@ -1274,16 +1305,17 @@ impl Simulation {
         offset: u64,
         len: u64,
         plan: &mut DioPlan,
-    ) -> Result<(), String> {
+    ) -> Result<Duration, String> {
         if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
             // fio's null engine (engines/null.c): the I/O is done at once.
             *plan = DioPlan {
                 bytes: len,
                 ..DioPlan::default()
             };
-            return Ok(());
+            return Ok(Duration::ZERO);
         }
         let backing = self.procs[pi as usize].backing;
+        let cost = self.get_block_cost24(backing, offset, len);
         let r = match backing {
             Backing::File(ino) => dio::build(
                 self.fs.get_block(),
@@ -1323,7 +1355,7 @@ impl Simulation {
                 )
             }
         };
-        r.map_err(|e| e.to_string())
+        r.map(|()| cost).map_err(|e| e.to_string())
     }
 
     /// The chunk of a 2.4 direct I/O just completed: map, build and submit the
@@ -1340,14 +1372,17 @@ impl Simulation {
         let (dir, offset, len) = (s.dir, s.offset + at, chunk.min(s.len - at));
         let mut plan = std::mem::take(&mut self.procs[pi as usize].slots[slot as usize].plan);
         let done = plan.bytes;
-        if let Err(e) = self.build_plan(pi, dir, offset, len, &mut plan) {
-            // A later chunk cannot fail where the first did not (the blocks
-            // were mapped or allocated the same way); keep the error anyway.
-            let p = &mut self.procs[pi as usize];
-            p.result.error = Some(e);
-            p.slots[slot as usize].plan = plan;
-            return false;
-        }
+        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan) {
+            Ok(c) => c,
+            Err(e) => {
+                // A later chunk cannot fail where the first did not (the blocks
+                // were mapped or allocated the same way); keep the error anyway.
+                let p = &mut self.procs[pi as usize];
+                p.result.error = Some(e);
+                p.slots[slot as usize].plan = plan;
+                return false;
+            }
+        };
         let nbios = plan.bios.len() as u32;
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
@@ -1356,7 +1391,7 @@ impl Simulation {
         s.plan = plan;
         s.bios_left = nbios;
         let m = &self.cfg.machine;
-        let cost = Duration(len.div_ceil(dio::PAGE_SIZE) * m.cpu_page_ns);
+        let cost = Duration(len.div_ceil(dio::PAGE_SIZE) * m.cpu_page_ns) + map_cost;
         p.result.sys_ns += cost.as_ns();
         if nbios == 0 {
             let owner = BioOwner {
@@ -1385,6 +1420,8 @@ impl Simulation {
         if self.next_dio_chunk(pi, slot, now) {
             return;
         }
+        let dir = self.procs[pi as usize].slots[slot as usize].dir;
+        self.after_direct_io24(pi, dir);
         let p = &mut self.procs[pi as usize];
         let s = &mut p.slots[slot as usize];
         assert!(s.active && s.bios_left == 0);
@@ -1641,7 +1678,7 @@ impl Simulation {
         self.tasks.processes_alive()
     }
 
-    fn finish_proc(&mut self, pi: u32, now: Instant) {
+    pub(crate) fn finish_proc(&mut self, pi: u32, now: Instant) {
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
