@@ -24,6 +24,9 @@ pub struct FixedParams {
     pub queue_depth: u32,
     pub capacity_sectors: u64,
     pub rotational: bool,
+    /// A volatile write cache the driver declares (`blk_queue_write_cache`):
+    /// the queue passes cache flushes down, served like any command; no FUA.
+    pub write_cache: bool,
     pub limits: HwLimits,
 }
 
@@ -62,7 +65,7 @@ impl Fixed {
 
 impl Device for Fixed {
     fn write_cache(&self) -> bool {
-        false
+        self.p.write_cache
     }
     fn fua(&self) -> bool {
         false
@@ -134,6 +137,7 @@ mod tests {
             queue_depth: 4,
             capacity_sectors: 1 << 20,
             rotational: false,
+            write_cache: false,
             limits: limits(),
         });
         let mut out = Vec::new();
