@@ -65,6 +65,12 @@ pub const PRESETS: &[(&str, &str)] = &[
          model with NVRAM consistency points exists",
     ),
     (
+        "netapp-fc-2010-seed003",
+        "netapp-fc-2010 with the controller latency calibrated on seed 003's \
+         san-deadline iozone write row (35611 KB/s, one write + fsync of 64 KiB on ext4 \
+         every 1.80 ms): 371 us instead of 200 us",
+    ),
+    (
         "netapp-fc-2010",
         "seed 003's SAN LUN: a NetApp-like array behind one 4 Gb FC link (400 MB/s per \
          direction, shared by every command), writes, FUA writes and flushes acknowledged \
@@ -140,6 +146,10 @@ pub fn lookup(name: &str) -> Option<DeviceSpec> {
             limits: DEFAULT_LIMITS,
         })),
         "netapp-fc-2010" => Some(DeviceSpec::FcLun(netapp_fc_2010())),
+        "netapp-fc-2010-seed003" => Some(DeviceSpec::FcLun(FcLunParams {
+            controller_ns: 371_000,
+            ..netapp_fc_2010()
+        })),
         "nvme-pm9a3" => Some(DeviceSpec::Ssd(nvme_pm9a3())),
         // /sys/block/loop0/queue on this machine (6.18): max_hw_sectors_kb 1280,
         // max_segments 128, rotational 1, nr_requests 128, one hardware queue,
