@@ -15,7 +15,7 @@ use iostack_des::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct FixedParams {
     pub overhead_ns: u64,
     /// Transfer rate in bytes per second; 0 means transfer is free.
@@ -28,6 +28,24 @@ pub struct FixedParams {
     /// the queue passes cache flushes down, served like any command; no FUA.
     pub write_cache: bool,
     pub limits: HwLimits,
+}
+
+/// The machine's configuration key is its `Debug` text: `write_cache` enters
+/// it only when set, so the devices that had none keep their keys.
+impl std::fmt::Debug for FixedParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("FixedParams");
+        d.field("overhead_ns", &self.overhead_ns)
+            .field("rate_bytes_per_s", &self.rate_bytes_per_s)
+            .field("channels", &self.channels)
+            .field("queue_depth", &self.queue_depth)
+            .field("capacity_sectors", &self.capacity_sectors)
+            .field("rotational", &self.rotational);
+        if self.write_cache {
+            d.field("write_cache", &self.write_cache);
+        }
+        d.field("limits", &self.limits).finish()
+    }
 }
 
 pub struct Fixed {
