@@ -68,7 +68,8 @@ pub use error::{DdError, ErrorKind, FioError};
 pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS};
 pub use iozone::{parse_iozone_args, IozoneError, IozoneSpec, IOZONE_TESTS};
 pub use jobfile::{
-    parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
+    parse_job_bytes, parse_job_bytes_all, parse_job_file, parse_job_file_all, parse_job_str,
+    JobFile, OptionEntry, ParseEnv, Section,
 };
 pub use number::{
     parse_size, parse_time_ns, size_multiplier, NumberError, TimeUnit, KB_BASE_DEFAULT,
