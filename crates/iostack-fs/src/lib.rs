@@ -28,7 +28,7 @@ pub use extent_fs::{ExtentFs, FileExtent};
 pub use rawdev::RawBdev;
 mod tunables;
 
-pub use tunables::TUNABLES;
+pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES};
 
 /// What `get_block` returns (`struct buffer_head` after mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

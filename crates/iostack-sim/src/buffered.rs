@@ -380,7 +380,16 @@ impl Simulation {
             p.created = true;
             c
         };
-        let jop = self.journal_write_op(ino, op.pos, n, &meta, grew.then_some(end_bytes), create);
+        let call = crate::jbd::WriteCall {
+            ino,
+            first: op.pos,
+            n,
+            meta: &meta,
+            grew_to: grew.then_some(end_bytes),
+            create,
+            call_start: op.pos * iostack_mm::PAGE_SIZE == op.offset,
+        };
+        let jop = self.journal_write_op(&call, now);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -396,7 +405,9 @@ impl Simulation {
         }
         self.vm.reclaim();
         self.charge_sys(TaskId(pi), cost);
-        self.procs[pi as usize].jop = jop;
+        if let Some(jop) = jop {
+            self.add_journal_op(TaskId(pi), jop);
+        }
         if !self.run_journal_op(TaskId(pi), now) {
             self.tasks.get_mut(TaskId(pi)).cpu_until = now + cost;
             return;

@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, JournalOp, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -179,8 +179,6 @@ pub(crate) struct Proc {
     seq_left: u32,
     /// An O_SYNC `write()` waiting for its sync before it returns.
     pub(crate) osync_op: Option<BufOp>,
-    /// Journal work of the last write not yet done (the task slept in it).
-    pub(crate) jop: Option<JournalOp>,
     /// A fresh file's creation has been journalled.
     pub(crate) created: bool,
     /// 2.4's `generic_osync_inode` before the next direct I/O.
@@ -189,6 +187,9 @@ pub(crate) struct Proc {
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
     pub(crate) jflush: bool,
+    /// fsync flushes the cache once the commit it waits for is done
+    /// (`ext4_sync_file`'s `needs_barrier`, 3.x and 6.x).
+    pub(crate) jbarrier: bool,
     /// The fsync in progress is an fdatasync.
     pub(crate) datasync: bool,
     /// When the fsync of `fsync=N` in progress was issued (fio counts and
@@ -441,11 +442,12 @@ impl Simulation {
             .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
         let ctx = sim.tasks.get(kblockd).ctx();
         sim.queue.set_kblockd(ctx);
-        if sim.jbd.is_some() {
+        if let Some(j) = &sim.jbd {
             let pid = crate::jbd::KJOURNALD_PID;
+            let name = crate::jbd::thread_name(j, &sim.cfg.machine);
             sim.tasks
                 .add(kthread(KThread::Kjournald), pid, irq_cpu, (2, 4));
-            sim.tracer.process(pid, "kjournald");
+            sim.tracer.process(pid, &name);
         }
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
@@ -652,11 +654,11 @@ impl Simulation {
                 last_start: [0, 0],
                 seq_left: spec.seq_nr,
                 osync_op: None,
-                jop: None,
                 created: false,
                 osync24: Default::default(),
                 jwait: false,
                 jflush: false,
+                jbarrier: false,
                 datasync: false,
                 sync_issued: None,
                 pace: Default::default(),
@@ -939,6 +941,10 @@ impl Simulation {
             }
             // A writeback job it starts runs below, before the first I/O.
             self.open_file(pi);
+        }
+        // Journal work the task slept in, or writeback's allocation handles.
+        if !self.run_journal_op(TaskId(pi), now) {
+            return;
         }
         if self.fsync_pending(pi, now) {
             return;
@@ -1586,6 +1592,9 @@ impl Simulation {
         }
         if self.procs[pi as usize].jflush {
             self.tasks.block(task, Blocked::OnJournal);
+            return;
+        }
+        if self.fsync_barrier(task, now) {
             return;
         }
         self.procs[pi as usize].jwait = false;
