@@ -22,11 +22,12 @@ from ._iostack import (  # noqa: F401
     __version__,
 )
 from ._run import Result, keyword_of, run, tunables
-from ._sweep import sweep
+from ._sweep import sweep, sweep_file
 
 __all__ = [
     "run",
     "sweep",
+    "sweep_file",
     "tunables",
     "keyword_of",
     "Result",

@@ -128,6 +128,32 @@ pub const FLAGS: &[Flag] = &[
         doc: "reproduce: read experiment files from DIR instead of the built-in set",
     },
     Flag {
+        long: "out",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "sweep: write DIR/jobs.parquet (and the journal DIR/points.jsonl)",
+    },
+    Flag {
+        long: "workers",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "sweep: run N points at once (default: one per CPU)",
+    },
+    Flag {
+        long: "ray",
+        takes: Takes::Value("ADDRESS"),
+        repeat: false,
+        doc: "sweep: run the points on the Ray cluster at ADDRESS (through the Python \
+              package: `python3 -m iostack sweep`, $IOSTACK_PYTHON to choose the interpreter)",
+    },
+    Flag {
+        long: "duckdb",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "sweep: also load the table into the DuckDB database FILE as table `jobs` \
+              (with Python's duckdb package)",
+    },
+    Flag {
         long: "until",
         takes: Takes::Value("DURATION"),
         repeat: false,

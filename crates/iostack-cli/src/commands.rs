@@ -96,6 +96,7 @@ fn usage() -> String {
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack bonnie BONNIE-OPTION... [options]\n  \
+         iostack sweep GRID.toml --out DIR [--workers N]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
@@ -120,6 +121,9 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         }
         "bonnie" => {
             crate::tools::run_bonnie(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
+        }
+        "sweep" => {
+            crate::sweep::command(&args::parse(rest, crate::sweep::SWEEP_FLAGS).map_err(ae)?)
         }
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),

@@ -10,4 +10,6 @@ pub mod fio_out;
 pub mod html;
 pub mod out;
 pub mod sinks;
+pub mod sweep;
+pub mod sweep_parquet;
 mod tools;
