@@ -23,11 +23,17 @@ from ._iostack import (  # noqa: F401
 )
 from ._run import Result, keyword_of, run, tunables
 from ._sweep import sweep, sweep_file
+from ._tools import ToolResult, bonnie, dd, fs_mark, iozone
 
 __all__ = [
     "run",
     "sweep",
     "sweep_file",
+    "dd",
+    "iozone",
+    "fs_mark",
+    "bonnie",
+    "ToolResult",
     "tunables",
     "keyword_of",
     "Result",

@@ -118,8 +118,8 @@ pub const FLAGS: &[Flag] = &[
         long: "html",
         takes: Takes::Value("FILE"),
         repeat: false,
-        doc: "reproduce: also write a self-contained HTML page with one plot per experiment \
-              (published vs simulated, per variant and metric)",
+        doc: "reproduce, report: write a self-contained HTML page of plots (Vega-Lite, \
+              embedded: no network needed to open it)",
     },
     Flag {
         long: "experiments",
@@ -138,6 +138,12 @@ pub const FLAGS: &[Flag] = &[
         takes: Takes::Value("N"),
         repeat: false,
         doc: "sweep: run N points at once (default: one per CPU)",
+    },
+    Flag {
+        long: "sweep",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "report: plot the sweep in DIR/jobs.parquet (each metric against each parameter)",
     },
     Flag {
         long: "ray",

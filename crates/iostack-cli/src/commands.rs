@@ -97,7 +97,8 @@ fn usage() -> String {
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack bonnie BONNIE-OPTION... [options]\n  \
          iostack sweep GRID.toml --out DIR [--workers N]\n  \
-         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
+         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N] [--html FILE]\n  \
+         iostack report JOB.fio [options] --html FILE | --sweep DIR --html FILE\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
     )
@@ -125,6 +126,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         "sweep" => {
             crate::sweep::command(&args::parse(rest, crate::sweep::SWEEP_FLAGS).map_err(ae)?)
         }
+        "report" => crate::report::command(rest),
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {

@@ -6,11 +6,11 @@
 //! points of a sweep in parallel.
 
 mod errors;
-mod requests;
 
 use iostack_cli::api::{self, RunInputs};
 use iostack_cli::commands::JobSource;
 use iostack_cli::out::CliError;
+use iostack_cli::requests;
 use iostack_core::TraceSink;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -121,6 +121,14 @@ fn tunables(kernel: &str) -> PyResult<Vec<(String, String, String, String)>> {
     api::tunable_table(kernel).map_err(errors::to_py)
 }
 
+/// Run a front end (dd, iozone, fs_mark, bonnie) as `iostack TOOL ARGV...`;
+/// its standard output and error.
+#[pyfunction]
+fn run_tool(py: Python<'_>, tool: String, argv: Vec<String>) -> PyResult<(String, String)> {
+    py.allow_threads(|| api::tool(&tool, &argv))
+        .map_err(errors::to_py)
+}
+
 /// The figures a sweep keeps of fio's JSON report (the command line's
 /// `iostack sweep` keeps the same): (job, metric, value) triples.
 #[pyfunction]
@@ -187,6 +195,7 @@ fn _iostack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tunables, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_figures, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(run_tool, m)?)?;
     m.add("SWEEP_METRICS", iostack_cli::sweep::METRICS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)
