@@ -142,14 +142,46 @@ pub const FLAGS: &[Flag] = &[
         long: "html",
         takes: Takes::Value("FILE"),
         repeat: false,
-        doc: "reproduce: also write a self-contained HTML page with one plot per experiment \
-              (published vs simulated, per variant and metric)",
+        doc: "reproduce, report: write a self-contained HTML page of plots (Vega-Lite, \
+              embedded: no network needed to open it)",
     },
     Flag {
         long: "experiments",
         takes: Takes::Value("DIR"),
         repeat: false,
         doc: "reproduce: read experiment files from DIR instead of the built-in set",
+    },
+    Flag {
+        long: "out",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "sweep: write DIR/jobs.parquet (and the journal DIR/points.jsonl)",
+    },
+    Flag {
+        long: "workers",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "sweep: run N points at once (default: one per CPU)",
+    },
+    Flag {
+        long: "sweep",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "report: plot the sweep in DIR/jobs.parquet (each metric against each parameter)",
+    },
+    Flag {
+        long: "ray",
+        takes: Takes::Value("ADDRESS"),
+        repeat: false,
+        doc: "sweep: run the points on the Ray cluster at ADDRESS (through the Python \
+              package: `python3 -m iostack sweep`, $IOSTACK_PYTHON to choose the interpreter)",
+    },
+    Flag {
+        long: "duckdb",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "sweep: also load the table into the DuckDB database FILE as table `jobs` \
+              (with Python's duckdb package)",
     },
     Flag {
         long: "until",

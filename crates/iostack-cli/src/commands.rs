@@ -141,7 +141,9 @@ fn usage() -> String {
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack bonnie BONNIE-OPTION... [options]\n  \
          iostack replay TRACE [--iodepth N] [--no-stall] [--time-scale PCT] [--redirect DEV] [options]\n  \
-         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
+         iostack sweep GRID.toml --out DIR [--workers N]\n  \
+         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N] [--html FILE] [--check]\n  \
+         iostack report JOB.fio [options] --html FILE | --sweep DIR --html FILE\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
     )
@@ -167,6 +169,10 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         "bonnie" => {
             crate::tools::run_bonnie(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
+        "sweep" => {
+            crate::sweep::command(&args::parse(rest, crate::sweep::SWEEP_FLAGS).map_err(ae)?)
+        }
+        "report" => crate::report::command(rest),
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {
