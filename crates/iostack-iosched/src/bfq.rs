@@ -844,6 +844,10 @@ impl MqElevator for Bfq {
     /// `bfq_idle_slice_timer_body`: the queue waited for expires (budget
     /// timeout, or too idle) unless a request came; then dispatch.
     fn timer_fired(&mut self, now: Instant) {
+        // hrtimer_try_to_cancel: a wait that ended or moved does not fire.
+        if self.idle_timer != Some(now.as_ns()) {
+            return;
+        }
         self.idle_timer = None;
         let Some(q) = self.in_service else {
             return;
