@@ -104,6 +104,12 @@ pub struct Variant {
     pub env: BTreeMap<String, String>,
     /// The Bonnie command line of this variant, in place of the workload's.
     pub bonnie: Option<String>,
+    /// The iozone command line of this variant, in place of the workload's
+    /// (a diagnostic sweep over iozone's options).
+    pub iozone: Option<String>,
+    /// A dd command line run beside the iozone processes: started when they
+    /// start (after fs_mark), e.g. a sequential reader of the disk.
+    pub reader: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -469,7 +475,7 @@ impl Experiment {
                 let spec = iostack_workload::parse_bonnie_args(&args)?;
                 crate::bonnie::bonnie_procs(&spec, m)?
             }
-            (None, _) if self.workload.fio.is_none() => self.tool_procs(m)?,
+            (None, _) if self.workload.fio.is_none() => self.tool_procs(v, m)?,
             (None, Some((path, text))) => {
                 frontend::fio_procs_from_text_env(path, text, m, v.env.clone())?.procs
             }
@@ -490,20 +496,27 @@ impl Experiment {
     /// then iozone's first row, its first process after everything before (a
     /// machine that has run fs_mark: the journal thread has done I/O, as on a
     /// running system).
-    fn tool_procs(&self, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
+    fn tool_procs(&self, v: &Variant, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         let mut procs = Vec::new();
         if let Some(cmd) = &self.workload.fs_mark {
             let spec = iostack_workload::parse_fs_mark_args(&args(cmd))?;
             procs.extend(crate::tools::fs_mark_run(&spec, m)?.procs);
         }
-        if let Some(cmd) = &self.workload.iozone {
+        let before = procs.len() as u32;
+        if let Some(cmd) = v.iozone.as_ref().or(self.workload.iozone.as_ref()) {
             let spec = iostack_workload::parse_iozone_args(&args(cmd))?;
             let rows = crate::tools::iozone_rows(&spec, m)?;
             let base = procs.len();
             procs.extend(rows.into_iter().next().map(|r| r.procs).unwrap_or_default());
             if let Some(first) = procs.get_mut(base).filter(|_| base > 0) {
                 first.stonewall = true;
+            }
+        }
+        if let Some(cmd) = &v.reader {
+            for mut p in frontend::dd_procs(cmd, m)? {
+                p.after = (before > 0).then_some((0, before));
+                procs.push(p);
             }
         }
         Ok(procs)

@@ -148,6 +148,10 @@ pub struct ProcResult {
     /// fsyncs/fdatasyncs of `fsync=N`/`fdatasync=N` done (fio's sync
     /// `total_ios`).
     pub syncs: u64,
+    /// Bytes of the file this process created before the run, as fio's
+    /// `setup_files` lays out a missing file (`Laying out IO file`); `None`
+    /// when the file or device existed.
+    pub laid_out: Option<u64>,
 }
 
 impl ProcResult {
@@ -166,6 +170,7 @@ impl ProcResult {
             sys_ns: 0,
             ctx: 0,
             syncs: 0,
+            laid_out: None,
         }
     }
 

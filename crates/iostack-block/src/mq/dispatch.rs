@@ -89,9 +89,9 @@ impl MqQueue {
             self.do_dispatch_sched(now, h, ctx, tr, out);
             return;
         }
-        let cpus = self.hctxs[h as usize].cpus.clone();
         let mut list = Vec::new();
-        for c in cpus {
+        for i in 0..self.hctxs[h as usize].cpus.len() {
+            let c = self.hctxs[h as usize].cpus[i];
             list.extend(self.ctxs[c as usize].drain(..));
         }
         if !list.is_empty() {
@@ -432,14 +432,15 @@ impl MqQueue {
             let bio = self.bios.free(b);
             self.stats.bios_completed += 1;
             self.stats.bytes_completed += bio.bytes();
-            out.completed.push(CompletedBio {
+            let c = CompletedBio {
                 owner: bio.owner,
                 sector: bio.sector,
                 bytes: bio.bytes(),
                 flags: bio.flags,
                 submitted_at: bio.submitted_at,
                 error: 0,
-            });
+            };
+            self.end_bio(b, c, &mut out.completed);
             next = bio.next;
         }
     }
@@ -500,6 +501,11 @@ impl MqQueue {
     ) {
         let hc = &mut self.hctxs[h as usize];
         let n = hc.tags.put(tag, cpu);
+        if n == 0 {
+            return;
+        }
+        // The batch is taken off the wait list before any retries (a retry
+        // that fails queues again at the tail).
         let wake: Vec<BioId> = (0..n)
             .filter_map(|_| hc.tags.wake_one().map(BioId))
             .collect();

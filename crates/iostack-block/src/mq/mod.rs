@@ -25,8 +25,9 @@
 //!
 //! Flushes and FUA follow `blk-flush.c` (`flush.rs`).
 //!
-//! Not modelled: bio splitting (`__bio_split_to_limits`: the bio builders above never
-//! exceed the queue limits), requeues, shared tag sets, io_uring's cached
+//! Bios over the queue limits are split (`split.rs`, `__bio_split_to_limits`).
+//!
+//! Not modelled: requeues, shared tag sets, io_uring's cached
 //! request batches, rq-qos (wbt).
 
 mod dispatch;
@@ -34,6 +35,7 @@ mod elv;
 mod flush;
 mod iface;
 mod sched;
+mod split;
 mod submit;
 mod tags;
 
@@ -214,6 +216,11 @@ pub struct MqQueue {
     /// Flush requests in flight and whether each borrows its first waiter's
     /// driver tag (no scheduler).
     borrowed_tag: Vec<(RqId, bool)>,
+    /// Split bios (`bio_chain`): the chains, each bio's chain, and the
+    /// remainder to submit once a sleeping front part has its request.
+    chains: iostack_core::Slab<split::Chain>,
+    chain_of: BTreeMap<u32, u32>,
+    split_rest: BTreeMap<u32, BioId>,
     /// The scheduler's timer as armed, and its generation.
     elv_timer_at: Option<Instant>,
     elv_timer_gen: u64,
@@ -260,6 +267,9 @@ impl MqQueue {
             flush_list: Vec::new(),
             requeue_pending: false,
             borrowed_tag: Vec::new(),
+            chains: iostack_core::Slab::new("bio chain"),
+            chain_of: BTreeMap::new(),
+            split_rest: BTreeMap::new(),
             elv_timer_at: None,
             elv_timer_gen: 0,
             cost: elv.as_ref().map(|e| e.cost()).unwrap_or_default(),
