@@ -11,8 +11,8 @@
 //! (`__bfq_bfqq_recalc_budget`).
 //!
 //! Model lacks: weight raising (`low_latency`: interactive and soft
-//! real-time raising; runs are those of `low_latency=0`, which is therefore
-//! not offered as a tunable), I/O injection during idling, queue merging
+//! real-time raising; runs are those of `low_latency=0`, and the tunable
+//! refuses 1), I/O injection during idling, queue merging
 //! (`bfq_setup_cooperator`), cgroups, the peak-rate estimate that autotunes
 //! `max_budget` (the default 16384 sectors is used) and with it the
 //! time-charging of slow queues (`bfq_bfqq_charge_time`), and the `bfq_log`
@@ -25,6 +25,15 @@ use iostack_des::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub static TUNABLES: &[TunableDef] = &[
+    TunableDef {
+        name: "iosched/bfq/low_latency",
+        unit: Unit::Bool,
+        default: |_| 0,
+        min: 0,
+        max: 0,
+        doc: "Weight raising of interactive and soft real-time queues. The kernel's default \
+              is 1; it is not modelled, so runs are those of 0 and 1 is refused.",
+    },
     TunableDef {
         name: "iosched/bfq/slice_idle_us",
         unit: Unit::Us,
@@ -835,6 +844,10 @@ impl MqElevator for Bfq {
     /// `bfq_idle_slice_timer_body`: the queue waited for expires (budget
     /// timeout, or too idle) unless a request came; then dispatch.
     fn timer_fired(&mut self, now: Instant) {
+        // hrtimer_try_to_cancel: a wait that ended or moved does not fire.
+        if self.idle_timer != Some(now.as_ns()) {
+            return;
+        }
         self.idle_timer = None;
         let Some(q) = self.in_service else {
             return;

@@ -566,8 +566,11 @@ impl MqElevator for Kyber {
     }
 
     fn timer_fired(&mut self, now: Instant) {
-        self.timer = None;
         let jif = self.jiffies(now);
+        if self.timer.is_none_or(|t| t > jif) {
+            return;
+        }
+        self.timer = None;
         self.timer_fn(jif);
     }
 

@@ -342,6 +342,10 @@ mod tests {
         assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
         assert!(mq_by_name("bfq", &t(Profile::V6, &[])).unwrap().is_some());
+        // Weight raising is not modelled: low_latency=1 is refused.
+        let mut tt = t(Profile::V6, &[]);
+        let e = tt.set_str("iosched/bfq/low_latency=1").unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
         assert!(mq_by_name("kyber", &t(Profile::V6, &[])).unwrap().is_some());
         assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
         let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();
