@@ -48,9 +48,9 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         long: "output-format",
-        takes: Takes::Value("normal|json|old"),
+        takes: Takes::Value("normal|json|json+|old"),
         repeat: false,
-        doc: "fio report format; old is fio's pre-2.17 format with aggrb=",
+        doc: "fio report format; json+ adds the latency histograms (clat_ns bins); old is fio's pre-2.17 format with aggrb=",
     },
     Flag {
         long: "blktrace",

@@ -104,6 +104,14 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-004.toml",
         include_str!("../../../experiments/seed-004.toml"),
     ),
+    (
+        "sched-2024.toml",
+        include_str!("../../../experiments/sched-2024.toml"),
+    ),
+    (
+        "sched-2024-writer.toml",
+        include_str!("../../../experiments/sched-2024-writer.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
@@ -115,6 +123,14 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
     (
         "experiments/seed-001.fio",
         include_str!("../../../experiments/seed-001.fio"),
+    ),
+    (
+        "experiments/sched-2024.fio",
+        include_str!("../../../experiments/sched-2024.fio"),
+    ),
+    (
+        "experiments/sched-2024-writer.fio",
+        include_str!("../../../experiments/sched-2024-writer.fio"),
     ),
 ];
 
@@ -431,11 +447,15 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = match job {
-            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
-            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        let parsed = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file_all(path, &env),
+            JobSource::Text { name, text } => {
+                iostack_workload::parse_job_bytes_all(text.as_bytes(), name, &env)
+            }
         }
         .map_err(SimError::from)?;
+        // Every problem of the file at once: parse errors and refusals.
+        let jf = iostack_sim::frontend::all_problems(parsed).map_err(SimError::from)?;
         let mut f = iostack_sim::frontend::fio_procs_loading(&jf, &m, &read_log)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
@@ -576,8 +596,8 @@ pub struct Simulated {
 /// The `--output-format` asked for, checked.
 pub fn output_format(p: &Parsed) -> Result<String> {
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    if !crate::fio_out::FORMATS.contains(&fmt.as_str()) {
+        return Err(crate::fio_out::unknown_format(&fmt).into());
     }
     Ok(fmt)
 }
@@ -596,7 +616,7 @@ pub fn simulate(
     let fs_name = cfg.machine.fs.name().to_string();
     let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = report {
-        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)?));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
@@ -634,17 +654,12 @@ pub fn fio_report(
     globals: Vec<(String, String)>,
 ) -> Result<iostack_report::fio::FioReport> {
     let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
-    let obs = any
+    let mut obs = any
         .downcast::<crate::fio_out::FioObserver>()
         .map_err(|_| "not a fio run")?;
-    Ok(crate::fio_out::build(
-        &s.result,
-        *obs,
-        globals,
-        &s.disk_name,
-        s.seed,
-        s.hash,
-    ))
+    let r = crate::fio_out::build(&s.result, &mut obs, globals, &s.disk_name, s.seed, s.hash);
+    obs.finish_logs(&s.result)?;
+    Ok(r)
 }
 
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
@@ -725,47 +740,35 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             return Err(format!("no experiment named '{want}' (have: {names})").into());
         }
     }
+    exps.retain(|(_, e)| p.positional.is_empty() || p.positional.contains(&e.name));
+    let mut fios = Vec::new();
+    for (path, e) in &exps {
+        fios.push(experiment_fio(p, path, e)?);
+    }
     let json = p.has("json");
     let trace_dir = p.get("trace-dir").map(PathBuf::from);
+    let mut open_err = None;
+    let batch: Vec<(&Experiment, Option<(&str, &str)>)> = exps
+        .iter()
+        .zip(&fios)
+        .map(|((_, e), f)| (e, f.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))))
+        .collect();
+    let checks = p.has("check") || cfg!(debug_assertions);
+    let results = experiment::run_many(&batch, seed, checks, |e, v, cfg| {
+        let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
+        crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
+            open_err.get_or_insert(err);
+            Vec::new()
+        })
+    });
+    if let Some(err) = open_err {
+        return Err(err);
+    }
     let mut records = Vec::new();
     let mut text = String::new();
     let mut plotted = Vec::new();
-    for (path, e) in &exps {
-        if !p.positional.is_empty() && !p.positional.contains(&e.name) {
-            continue;
-        }
-        let fio = match &e.workload.fio {
-            Some(f) => {
-                let dir = Path::new(path).parent().unwrap_or(Path::new("."));
-                let fp = dir.join(f);
-                let builtin = BUILTIN_FILES
-                    .iter()
-                    .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
-                let t = match builtin {
-                    Some((_, t)) => t.to_string(),
-                    None => std::fs::read_to_string(&fp)
-                        .map_err(|err| CliError::io(fp.display(), err))?,
-                };
-                Some((fp.display().to_string(), t))
-            }
-            None => None,
-        };
-        let mut open_err = None;
-        let mut runs = e.run(
-            seed,
-            fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-            p.has("check") || cfg!(debug_assertions),
-            |v, cfg| {
-                let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
-                crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
-                    open_err.get_or_insert(err);
-                    Vec::new()
-                })
-            },
-        )?;
-        if let Some(err) = open_err {
-            return Err(err);
-        }
+    for ((_, e), runs) in exps.iter().zip(results) {
+        let mut runs = runs?;
         if let Some(dir) = &trace_dir {
             for r in &mut runs {
                 let d = dir.join(&e.name).join(&r.variant);
@@ -780,25 +783,7 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             plotted.push((e, rows.clone()));
         }
         if json {
-            // Provenance goes to stderr: the records keep their documented fields.
-            for r in &runs {
-                out::stderr(&format!(
-                    "iostack: {} variant {}: {}\n",
-                    e.name,
-                    r.variant,
-                    crate::sinks::provenance(r.seed, r.config_hash)
-                ));
-            }
-            for r in &rows {
-                records.push(serde_json::json!({
-                    "experiment": r.experiment,
-                    "variant": r.variant,
-                    "metric": r.metric,
-                    "unit": r.unit,
-                    "published": r.published,
-                    "simulated": r.simulated,
-                }));
-            }
+            json_records(e, &runs, &rows, &mut records)?;
         } else {
             text.push_str(&crate::sinks::reproduce_text(e, &mut runs, &rows, &changes));
         }
@@ -815,6 +800,54 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         out::stdout(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fio job text of an experiment's workload, if it has one: the built-in
+/// copy for the built-in set, else the file beside the experiment file.
+fn experiment_fio(p: &Parsed, path: &str, e: &Experiment) -> Result<Option<(String, String)>> {
+    let Some(f) = &e.workload.fio else {
+        return Ok(None);
+    };
+    let dir = Path::new(path).parent().unwrap_or(Path::new("."));
+    let fp = dir.join(f);
+    let builtin = BUILTIN_FILES
+        .iter()
+        .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
+    let t = match builtin {
+        Some((_, t)) => t.to_string(),
+        None => std::fs::read_to_string(&fp).map_err(|err| CliError::io(fp.display(), err))?,
+    };
+    Ok(Some((fp.display().to_string(), t)))
+}
+
+/// `reproduce --json`: the records of one experiment; its provenance (seed and
+/// configuration hash per variant) goes to stderr, so the records keep their
+/// documented fields.
+fn json_records(
+    e: &Experiment,
+    runs: &[VariantRun],
+    rows: &[experiment::Row],
+    records: &mut Vec<serde_json::Value>,
+) -> Result<()> {
+    for r in runs {
+        out::stderr(&format!(
+            "iostack: {} variant {}: {}\n",
+            e.name,
+            r.variant,
+            crate::sinks::provenance(r.seed, r.config_hash)
+        ));
+    }
+    for r in rows {
+        records.push(serde_json::json!({
+            "experiment": r.experiment,
+            "variant": r.variant,
+            "metric": r.metric,
+            "unit": r.unit,
+            "published": r.published,
+            "simulated": r.simulated,
+        }));
+    }
+    Ok(())
 }
 
 #[allow(dead_code)]

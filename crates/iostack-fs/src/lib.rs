@@ -10,6 +10,7 @@
 //! (delayed allocation): `ext4` (with `mballoc`, the multiblock allocator) and
 //! `xfs`.
 
+pub mod blkdev_dio;
 pub mod dio;
 pub mod ext2;
 pub mod ext4;

@@ -310,6 +310,38 @@ pub const METRICS: &[(&str, MetricFn)] = &[
             _ => 0.0,
         }
     }),
+    // Reads per second of the selected processes over the longest runtime.
+    ("read_iops", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios).sum();
+        let ns = procs().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
+        if ns == 0 {
+            0.0
+        } else {
+            ios as f64 * 1e9 / ns as f64
+        }
+    }),
+    // The 99th percentile of read completion latency over the selected
+    // processes, in microseconds (fio's clat p99 with group_reporting).
+    ("read_p99_us", |r, j| {
+        let mut lat = crate::stats::Lat::default();
+        for p in r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j)) {
+            lat.merge(&p.dirs[0].clat);
+        }
+        lat.percentile(99.0) as f64 / 1000.0
+    }),
+    // System CPU time per I/O of the selected processes, in microseconds
+    // (the scheduler's hooks and lock included).
+    ("sys_us_per_io", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios + p.dirs[1].ios).sum();
+        let sys: u64 = procs().map(|p| p.sys_ns).sum();
+        if ios == 0 {
+            0.0
+        } else {
+            sys as f64 / ios as f64 / 1000.0
+        }
+    }),
     ("extents", |r, j| {
         r.files
             .iter()
@@ -526,21 +558,11 @@ impl Experiment {
         checks: bool,
         mut make_sinks: impl FnMut(&Variant, &SimConfig) -> Vec<Box<dyn TraceSink>>,
     ) -> Result<Vec<VariantRun>, SimError> {
-        let mut jobs = Vec::new();
-        let mut cost = Vec::new();
-        for v in &self.variants {
-            let mut cfg = self.config(v, seed, fio_text)?;
-            cfg.checks = checks;
-            let sinks = make_sinks(v, &cfg);
-            cost.push(work_estimate(&cfg));
-            jobs.push((v, cfg, sinks));
-        }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        run_longest_first(jobs, &cost, threads, |(v, cfg, sinks)| {
-            self.run_variant(v, cfg, sinks)
+        run_many(&[(self, fio_text)], seed, checks, |_, v, cfg| {
+            make_sinks(v, cfg)
         })
-        .into_iter()
-        .collect()
+        .pop()
+        .expect("one experiment")
     }
 
     /// One variant's run, with the invariant checker attached when the
@@ -686,6 +708,58 @@ fn work_estimate(cfg: &SimConfig) -> u64 {
         0
     };
     fg.saturating_add(bg.min(fg))
+}
+
+/// `Experiment::run` over several experiments at once: every variant of every
+/// experiment goes into one longest-first pool, so that the short variants of
+/// one experiment fill the cores while the long ones of another run. Each run
+/// is a pure function of its configuration, so this changes no result; the
+/// results come back per experiment, in the order given, each with the first
+/// failing variant in its order as its error.
+pub fn run_many(
+    exps: &[(&Experiment, Option<(&str, &str)>)],
+    seed: Seed,
+    checks: bool,
+    mut make_sinks: impl FnMut(&Experiment, &Variant, &SimConfig) -> Vec<Box<dyn TraceSink>>,
+) -> Vec<Result<Vec<VariantRun>, SimError>> {
+    let mut out: Vec<Result<Vec<VariantRun>, SimError>> = Vec::new();
+    let mut jobs = Vec::new();
+    let mut cost = Vec::new();
+    for (k, &(e, fio_text)) in exps.iter().enumerate() {
+        out.push(Ok(Vec::new()));
+        let mut mine = Vec::new();
+        for v in &e.variants {
+            match e.config(v, seed, fio_text) {
+                Ok(mut cfg) => {
+                    cfg.checks = checks;
+                    let sinks = make_sinks(e, v, &cfg);
+                    mine.push((work_estimate(&cfg), (k, e, v, cfg, sinks)));
+                }
+                Err(err) => {
+                    out[k] = Err(err);
+                    mine.clear();
+                    break;
+                }
+            }
+        }
+        for (c, job) in mine {
+            cost.push(c);
+            jobs.push(job);
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = run_longest_first(jobs, &cost, threads, |(k, e, v, cfg, sinks)| {
+        (k, e.run_variant(v, cfg, sinks))
+    });
+    for (k, r) in runs {
+        if let Ok(list) = &mut out[k] {
+            match r {
+                Ok(run) => list.push(run),
+                Err(err) => out[k] = Err(err),
+            }
+        }
+    }
+    out
 }
 
 /// `run_parallel` with the jobs started in decreasing `cost` (ties in the jobs'

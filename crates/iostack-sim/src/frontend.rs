@@ -112,7 +112,7 @@ pub fn layout_only(path: &str, size: u64, goal: Option<u64>) -> ProcSpec {
 }
 
 /// What fio's report needs to know of a simulated process (one per fio job clone).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobMeta {
     pub name: String,
     pub group: u32,
@@ -122,6 +122,100 @@ pub struct JobMeta {
     pub iodepth: u32,
     pub sync_engine: bool,
     pub kb_base: u32,
+    /// fio's `ddir_str` of `rw=` (`read`, `randrw`, ...), for the preamble.
+    pub rw: String,
+    /// Smallest and largest block size per direction (read, write, trim).
+    pub min_bs: [u64; 3],
+    pub max_bs: [u64; 3],
+    pub bs_is_seq_rand: bool,
+    /// The engine's name as fio prints it (`td->io_ops->name`).
+    pub ioengine: String,
+    /// Which clone of its job this is (0 for the first; `numjobs`).
+    pub clone: u32,
+    /// `thread`: counted as a thread in `Starting ...`.
+    pub thread: bool,
+    /// `significant_figures`.
+    pub sig_figs: u32,
+    /// Percentile flags after fio's `fixup_options` (`disable_*` clears them).
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// `percentile_list` (empty: fio's default) and its print precision.
+    pub percentile_list: Vec<f64>,
+    pub percentile_precision: u32,
+    /// `unit_base=1`: bandwidth in bits.
+    pub unit_bits: bool,
+    pub logs: LogMeta,
+}
+
+/// The `write_*_log` options of a job (fio's `add_job` log set-up).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LogMeta {
+    /// File name prefixes (the option's value, or the job name when bare).
+    pub bw: Option<String>,
+    pub lat: Option<String>,
+    pub iops: Option<String>,
+    /// `log_avg_msec` (0: one entry per I/O).
+    pub avg_msec: u32,
+    pub per_job: bool,
+    /// `log_offset`.
+    pub offset: bool,
+    /// `disable_lat`, `disable_clat`, `disable_slat`: no such log.
+    pub disable: [bool; 3],
+    /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
+    pub prio_rt: bool,
+}
+
+/// fio's `make_log_name`: the option's value, or the job name if empty.
+fn log_prefix(v: &Option<String>, name: &str) -> Option<String> {
+    v.as_ref().map(|p| {
+        if p.is_empty() {
+            name.to_string()
+        } else {
+            p.clone()
+        }
+    })
+}
+
+fn job_meta(j: &iostack_workload::JobSpec, engine: Engine, clone: u32) -> JobMeta {
+    let tri = |p: &iostack_workload::PerDir<u64>| [p.read, p.write, p.trim];
+    JobMeta {
+        name: j.name.clone(),
+        group: j.group_id,
+        options: j
+            .options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+            .collect(),
+        group_reporting: j.group_reporting,
+        iodepth: j.iodepth,
+        sync_engine: engine == Engine::Sync,
+        kb_base: j.kb_base,
+        rw: j.rw.kind.as_str().to_string(),
+        min_bs: tri(&j.min_bs),
+        max_bs: tri(&j.max_bs),
+        bs_is_seq_rand: j.bs_is_seq_rand,
+        ioengine: j.ioengine.as_str().to_string(),
+        clone,
+        thread: j.thread,
+        sig_figs: j.sig_figs,
+        clat_percentiles: j.clat_percentiles && !j.disable_clat,
+        lat_percentiles: j.lat_percentiles && !j.disable_lat,
+        slat_percentiles: j.slat_percentiles && !j.disable_slat,
+        percentile_list: j.percentile_list.clone(),
+        percentile_precision: j.percentile_precision,
+        unit_bits: j.unit_base == 1,
+        logs: LogMeta {
+            bw: log_prefix(&j.write_bw_log, &j.name),
+            lat: log_prefix(&j.write_lat_log, &j.name),
+            iops: log_prefix(&j.write_iops_log, &j.name),
+            avg_msec: j.log_avg_msec,
+            per_job: j.per_job_logs,
+            offset: j.log_offset,
+            disable: [j.disable_lat, j.disable_clat, j.disable_slat],
+            prio_rt: j.prioclass == Some(1),
+        },
+    }
 }
 
 /// Processes of a front end, with fio metadata where there is one.
@@ -282,8 +376,29 @@ pub fn fio_procs_from_text_env(
     let mut files = std::collections::BTreeMap::new();
     files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
     env.files = Some(files);
-    let jf = iostack_workload::parse_job_str(text, path, &env)?;
+    let parsed = iostack_workload::parse_job_bytes_all(text.as_bytes(), path, &env)?;
+    let jf = all_problems(parsed)?;
     fio_procs(&jf, m)
+}
+
+/// A parsed job file, or every problem of it at once: the parser's option
+/// errors and, when there are any, the simulator's refusals of the options
+/// that did parse, in file order (chained by the error's `next`).
+pub fn all_problems(
+    parsed: (iostack_workload::JobFile, Vec<iostack_workload::FioError>),
+) -> Result<iostack_workload::JobFile, iostack_workload::FioError> {
+    let (jf, mut errors) = parsed;
+    if errors.is_empty() {
+        return Ok(jf);
+    }
+    for r in refused_options(&jf) {
+        let mut e = iostack_workload::FioError::new_refused(&r.file, r.line, r.option);
+        e.message = format!("job '{}': {}", r.job, r.message);
+        errors.push(e);
+    }
+    // Stable: errors of one line keep their order.
+    errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Err(iostack_workload::FioError::collect(errors).expect("not empty"))
 }
 
 /// What the simulator refuses about one fio job, at the job's section.
@@ -1082,23 +1197,6 @@ fn replay_proc(
     Ok((spec, iodepth))
 }
 
-/// The fio report's bookkeeping of a job clone.
-fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine) -> JobMeta {
-    JobMeta {
-        name: j.name.clone(),
-        group: j.group_id,
-        options: j
-            .options
-            .iter()
-            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
-            .collect(),
-        group_reporting: j.group_reporting,
-        iodepth,
-        sync_engine: engine == Engine::Sync,
-        kb_base: j.kb_base,
-    }
-}
-
 /// As [`fio_procs`], reading `read_iolog` logs through `load`.
 pub fn fio_procs_loading(
     jf: &iostack_workload::JobFile,
@@ -1119,9 +1217,11 @@ pub fn fio_procs_loading(
         let at = JobAt(j);
         if j.read_iolog.is_some() {
             counts_fit(j, out.procs.len(), &at)?;
-            for _ in 0..j.numjobs {
+            for clone in 0..j.numjobs {
                 let (spec, depth) = replay_proc(jf, j, m, load, &at)?;
-                out.meta.push(Some(job_meta(j, depth, spec.engine)));
+                let mut meta = job_meta(j, spec.engine, clone);
+                meta.iodepth = depth;
+                out.meta.push(Some(meta));
                 out.procs.push(spec);
             }
             continue;
@@ -1212,7 +1312,7 @@ pub fn fio_procs_loading(
                 rate,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
-            out.meta.push(Some(job_meta(j, j.iodepth, engine)));
+            out.meta.push(Some(job_meta(j, engine, clone)));
         }
     }
     Ok(out)

@@ -66,6 +66,9 @@ pub(crate) struct Task {
     /// The task is on the CPU until then (copies made before it went to sleep
     /// on a page); a wake-up cannot run it earlier.
     pub cpu_until: Instant,
+    /// The task is on the CPU in the block layer's scheduler hooks until
+    /// then (`World::charge_blk_cpu`).
+    pub blk_cpu_until: Instant,
     /// Bios built and not yet submitted (the submitter slept in
     /// `get_request_wait` between two of them).
     pub pending: VecDeque<Bio>,
@@ -109,6 +112,7 @@ impl Tasks {
             ioprio,
             blocked,
             cpu_until: Instant::ZERO,
+            blk_cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
             plugs: 0,
             batch_plug: false,

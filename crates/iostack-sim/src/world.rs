@@ -33,6 +33,8 @@ pub struct IoEvent {
     pub at_ns: u64,
     /// I/Os in flight when this one was issued.
     pub depth: u32,
+    /// File (or device) offset of the I/O, bytes (fio's `io_u->offset`).
+    pub offset: u64,
 }
 
 /// Per-I/O observer (statistics front ends); called in event order.
@@ -219,6 +221,9 @@ pub struct Simulation {
     pub(crate) tasks: Tasks,
     pub(crate) tracer: Tracer,
     pub(crate) out: BlockOut,
+    /// The task whose step (or completion) is being run, for
+    /// `schedule_task` and `charge_blk_cpu`.
+    cur_task: Option<TaskId>,
     boundary: Boundary,
     write_flags: ReqFlags,
     pub(crate) bio_limits: BioLimits,
@@ -401,6 +406,7 @@ impl Simulation {
             tasks: Tasks::default(),
             tracer,
             out: BlockOut::default(),
+            cur_task: None,
             boundary,
             write_flags,
             bio_limits,
@@ -474,6 +480,7 @@ impl Simulation {
         let m = self.cfg.machine.clone();
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
+            let mut laid_out = None;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
                     let name = path
@@ -489,10 +496,12 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None if spec.fresh => self
-                            .fs
-                            .create(&name)
-                            .map_err(|e| SimError(format!("creating {path}: {e}")))?,
+                        None if spec.fresh => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .create(&name)
+                                .map_err(|e| SimError(format!("creating {path}: {e}")))?
+                        }
                         None if *size == 0 && spec.io_size > 0 => {
                             return Err(SimError(format!(
                                 "{}: {path}: No such file or directory (lay it out first, \
@@ -500,10 +509,12 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None => self
-                            .fs
-                            .layout(&name, *size, *goal)
-                            .map_err(|e| SimError(format!("laying out {path}: {e}")))?,
+                        None => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .layout(&name, *size, *goal)
+                                .map_err(|e| SimError(format!("laying out {path}: {e}")))?
+                        }
                     };
                     Backing::File(ino)
                 }
@@ -588,6 +599,7 @@ impl Simulation {
             };
             let mut result = ProcResult::new(&spec, pid);
             result.iodepth = depth;
+            result.laid_out = laid_out;
             let task = self
                 .tasks
                 .add(TaskKind::Process(i as u32), pid, cpu, spec.ioprio);
@@ -697,18 +709,27 @@ impl Simulation {
             if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
                 last_work = now;
             }
+            self.out.cpu_ns = 0;
             match s.event {
-                Ev::Task(t) => self.run_task(t, now),
+                Ev::Task(t) => {
+                    self.cur_task = Some(t);
+                    self.run_task(t, now);
+                    self.charge_blk_cpu(t, now);
+                }
                 Ev::IoDone(owner) => {
+                    self.cur_task = Some(owner.task);
                     self.io_done(owner, now);
                     self.sched_out(owner.task, now);
+                    self.charge_blk_cpu(owner.task, now);
                 }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
                 Ev::BufDone(task) => {
+                    self.cur_task = Some(task);
                     self.buf_done(task, now);
                     self.sched_out(task, now);
+                    self.charge_blk_cpu(task, now);
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
@@ -928,6 +949,7 @@ impl Simulation {
                 Backing::Raw { dev, .. } => dev,
             };
             let flags = match s.dir {
+                Dir::Read if s.plan.read_sync => ReqFlags::READ | ReqFlags::SYNC,
                 Dir::Read => ReqFlags::READ,
                 Dir::Write => self.write_flags,
             };
@@ -1273,7 +1295,18 @@ impl Simulation {
                 self.bio_limits,
                 dio_holes(&self.cfg),
                 plan,
-            ),
+            )
+            .map(|()| {
+                // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
+                // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
+                plan.read_sync = !self.cfg.tunables.profile().single_queue();
+            }),
+            // 6.x: block/fops.c's blkdev_direct_IO, bios of BIO_MAX_VECS
+            // pages that blk_mq_submit_bio splits at the queue limits.
+            Backing::Raw { size, .. } if !self.cfg.tunables.profile().single_queue() => {
+                let sync = self.procs[pi as usize].spec.engine == Engine::Sync;
+                iostack_fs::blkdev_dio::build(size, dir == Dir::Write, sync, offset, len, plan)
+            }
             Backing::Raw { size, .. } => {
                 let mut raw = RawBdev::new(size, self.raw.blkbits());
                 dio::build(
@@ -1373,6 +1406,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: s.depth,
+                    offset: s.offset,
                 },
             );
         }
@@ -1427,6 +1461,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: 1,
+                    offset: op.offset,
                 },
             );
         }
@@ -1522,6 +1557,12 @@ impl Simulation {
 
     /// Run a task's next step: the event loop's dispatch by task id.
     fn run_task(&mut self, task: TaskId, now: Instant) {
+        let busy = self.tasks.get(task).blk_cpu_until;
+        if now < busy {
+            // Still on the CPU in the scheduler's hooks (`charge_blk_cpu`).
+            self.schedule_task(task, busy);
+            return;
+        }
         match self.tasks.kind(task) {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
@@ -1532,8 +1573,31 @@ impl Simulation {
         self.sched_out(task, now);
     }
 
+    /// The CPU time the task spent in the I/O scheduler's hooks and on its
+    /// lock (`BlockOut::cpu_ns`) after it last scheduled its next step: system
+    /// time, and a wake-up does not run it before that work is done. Zero,
+    /// and nothing changes, without a blk-mq scheduler.
+    fn charge_blk_cpu(&mut self, task: TaskId, now: Instant) {
+        self.cur_task = None;
+        let ns = std::mem::take(&mut self.out.cpu_ns);
+        if ns == 0 {
+            return;
+        }
+        self.charge_sys(task, Duration(ns));
+        let t = self.tasks.get_mut(task);
+        t.blk_cpu_until = t.blk_cpu_until.max(now) + Duration(ns);
+    }
+
     /// Run a task's next step at `at`.
+    /// The task whose step is running charges the scheduler CPU time of its
+    /// block-layer calls so far on top (`BlockOut::cpu_ns`).
     pub(crate) fn schedule_task(&mut self, task: TaskId, at: Instant) {
+        let mut at = at;
+        if self.cur_task == Some(task) && self.out.cpu_ns > 0 {
+            let d = Duration(std::mem::take(&mut self.out.cpu_ns));
+            self.charge_sys(task, d);
+            at += d;
+        }
         self.evq.schedule(at, Ev::Task(task));
     }
 

@@ -39,9 +39,9 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "verify=md5",
         "zonemode=strided",
         "ioscheduler=deadline",
-        "write_bw_log=x",
-        "write_lat_log=x",
-        "write_iops_log=x",
+        "write_hist_log=x",
+        "log_max_value=1",
+        "log_prio=1",
         "exitall",
     ];
     for opt in cases {

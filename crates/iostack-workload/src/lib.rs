@@ -70,7 +70,8 @@ pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK
 pub use iolog::{parse_iolog, Iolog, IologAction, IologError, IologIo, ReplayOptions};
 pub use iozone::{parse_iozone_args, IozoneError, IozoneSpec, IOZONE_TESTS};
 pub use jobfile::{
-    parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
+    parse_job_bytes, parse_job_bytes_all, parse_job_file, parse_job_file_all, parse_job_str,
+    JobFile, OptionEntry, ParseEnv, Section,
 };
 pub use number::{
     parse_size, parse_time_ns, size_multiplier, NumberError, TimeUnit, KB_BASE_DEFAULT,
