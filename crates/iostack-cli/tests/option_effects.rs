@@ -19,6 +19,11 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
     let two = |extra: &str| {
         format!("[a]\n{FILE}rw=randread\ndirect=1\n[j]\n{FILE}rw=randread\ndirect=1\n{extra}")
     };
+    // A replay of the first 500 ms of mk_blktrace.py's `wl` trace.
+    let replay = |extra: &str| {
+        format!("[j]\nfilename=/dev/sda\nsize=256k\ndirect=1\nioengine=libaio\n{extra}")
+    };
+    const WL: &str = "read_iolog=tests/data/replay/wl\n";
     let think = "thinktime=1000\nthinktime_blocks=4\nioengine=libaio\niodepth=4\ndirect=1\n";
     vec![
         ("name", one(""), "name=other"),
@@ -115,6 +120,23 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         ),
         ("sync", one("rw=write\n"), "sync=1"),
         ("end_fsync", one("rw=write\n"), "end_fsync=1"),
+        ("filesize", one("rw=randread\ndirect=1\n"), "filesize=512k"),
+        (
+            "ba",
+            one("rw=randread\ndirect=1\nnorandommap\n"),
+            "blockalign=16k",
+        ),
+        ("read_iolog", replay(""), "read_iolog=tests/data/replay/wl"),
+        ("replay_no_stall", replay(WL), "replay_no_stall=1"),
+        ("replay_redirect", replay(WL), "replay_redirect=/mnt/test/r"),
+        (
+            "replay_scale",
+            replay(&format!("{WL}replay_align=4096\n")),
+            "replay_scale=2",
+        ),
+        ("replay_align", replay(WL), "replay_align=1048576"),
+        ("replay_time_scale", replay(WL), "replay_time_scale=200"),
+        ("replay_skip", replay(WL), "replay_skip=read"),
         ("stonewall", two(""), "stonewall"),
         ("new_group", two(""), "new_group"),
     ]

@@ -954,9 +954,11 @@ fn dist_of(
 /// for random offsets; with the random map (kept in blocks of `bs`), a
 /// zoned or skewed distribution, or varied sizes it is refused.
 fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], SimError> {
+    // Unset, fio's `ba` is `min_bs` (fixup_options), which the block size
+    // choice already aligns to.
     let ba = [
-        (j.blockalign.read != j.bs.read).then_some(j.blockalign.read),
-        (j.blockalign.write != j.bs.write).then_some(j.blockalign.write),
+        (j.blockalign.read != j.min_bs.read).then_some(j.blockalign.read),
+        (j.blockalign.write != j.min_bs.write).then_some(j.blockalign.write),
     ];
     if ba == [None, None] || !j.rw.kind.is_random() {
         return Ok([0, 0]);

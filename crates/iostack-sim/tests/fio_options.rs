@@ -527,6 +527,10 @@ fn blockalign_places_random_offsets() {
         s.iter().filter(|&&x| x % 32 == 0).count()
     };
     assert_eq!(aligned("blockalign=16k"), 2000);
+    // Unset, it is the smallest size of a bssplit (no refusal, offsets in
+    // its units).
+    let s = queued_sectors(&format!("{base}bssplit=8k/50:16k/50\n"));
+    assert_eq!(s.len(), 2000);
     let plain = aligned("");
     assert!((400..600).contains(&plain), "{plain} of 2000 aligned");
 }
