@@ -13,6 +13,7 @@ use iostack_core::{
 };
 use iostack_des::{Duration, Instant};
 use iostack_device::{Device, DeviceCmd};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -165,6 +166,10 @@ pub struct BlockOut {
     /// Sleeping submitters that got their request and may continue.
     pub woken: Vec<TaskId>,
     pub events: Vec<(Instant, QueueEvent)>,
+    /// CPU time the calling context spent in the scheduler's hooks,
+    /// spinning on its lock included (blk-mq schedulers' `SchedCost`); the
+    /// host charges it to the task that made the call.
+    pub cpu_ns: u64,
 }
 
 /// A dispatched request counts as a seek when it starts more than this many
@@ -205,6 +210,9 @@ pub struct QueueStats {
     pub write_merges: u64,
     pub read_ticks_ns: u64,
     pub write_ticks_ns: u64,
+    /// CPU time in blk-mq scheduler hooks, spinning on the scheduler's lock
+    /// included, in every context (tasks, kblockd, interrupts).
+    pub sched_cpu_ns: u64,
 }
 
 /// Per-process `struct io_context` batching state (`ioc_batching`).
@@ -794,22 +802,32 @@ impl RequestQueue {
     }
 
     fn rqhash_del_key(&mut self, end: Sector, rq: RqId) {
-        if self.hash.get(&end) == Some(&rq) {
-            self.hash.remove(&end);
+        if let Entry::Occupied(e) = self.hash.entry(end) {
+            if *e.get() != rq {
+                return self.rqhash_del_overflow(end, rq);
+            }
+            e.remove();
             if let Some(i) = self.hash_overflow.iter().position(|&(e, _)| e == end) {
                 let (_, r) = self.hash_overflow.remove(i);
                 self.hash.insert(end, r);
             }
-        } else if let Some(i) = self
-            .hash_overflow
-            .iter()
-            .position(|&(e, r)| e == end && r == rq)
-        {
-            self.hash_overflow.remove(i);
         } else {
-            return;
+            return self.rqhash_del_overflow(end, rq);
         }
         self.rqs.get_mut(rq).on_hash = false;
+    }
+
+    /// The entry of `rq` under `end` is one of the overflow entries (two
+    /// requests ending at the same sector), or there is none.
+    fn rqhash_del_overflow(&mut self, end: Sector, rq: RqId) {
+        let at = self
+            .hash_overflow
+            .iter()
+            .position(|&(e, r)| e == end && r == rq);
+        if let Some(i) = at {
+            self.hash_overflow.remove(i);
+            self.rqs.get_mut(rq).on_hash = false;
+        }
     }
 
     /// The request ending at `sector`, if any. An entry is always a queued request
@@ -1574,7 +1592,17 @@ impl RequestQueue {
         crate::tracepoint::trace_simple(tr, self.cfg.disk, now, ctx, action, pdu);
     }
 
+    /// Scheduler messages (`cfq_log`) queued while the queue lock was held go to
+    /// the trace; the common case, none, costs one test.
+    #[inline]
     fn flush_msgs(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) {
+        if !self.msgs.is_empty() {
+            self.flush_msgs_slow(now, ctx, tr);
+        }
+    }
+
+    #[cold]
+    fn flush_msgs_slow(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) {
         for m in self.msgs.drain(..) {
             tr.message(now, self.cfg.disk, ctx.cpu, ctx.pid, m);
         }

@@ -48,9 +48,9 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         long: "output-format",
-        takes: Takes::Value("normal|json|old"),
+        takes: Takes::Value("normal|json|json+|old"),
         repeat: false,
-        doc: "fio report format; old is fio's pre-2.17 format with aggrb=",
+        doc: "fio report format; json+ adds the latency histograms (clat_ns bins); old is fio's pre-2.17 format with aggrb=",
     },
     Flag {
         long: "blktrace",
@@ -101,6 +101,30 @@ pub const FLAGS: &[Flag] = &[
         repeat: false,
         doc: "run: print every fio option with its status: simulated, output only or \
               refused with the reason (docs/fio-options.md)",
+    },
+    Flag {
+        long: "iodepth",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "replay: I/Os in flight (default: the depth fio probes from the trace)",
+    },
+    Flag {
+        long: "no-stall",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "replay: no delays between the trace's I/Os (fio's replay_no_stall=1)",
+    },
+    Flag {
+        long: "time-scale",
+        takes: Takes::Value("PCT"),
+        repeat: false,
+        doc: "replay: delays times 100 / PCT (fio's replay_time_scale; default 100)",
+    },
+    Flag {
+        long: "redirect",
+        takes: Takes::Value("PATH"),
+        repeat: false,
+        doc: "replay: send every I/O to this device or file (default: the machine's whole disk)",
     },
     Flag {
         long: "json",

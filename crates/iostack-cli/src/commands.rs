@@ -51,7 +51,35 @@ pub const RUN_FLAGS: &[&str] = &[
     "help",
     "help-options",
 ];
-const REPRODUCE: &[&str] = &["seed", "json", "trace-dir", "experiments", "html", "help"];
+/// `iostack replay` takes the common flags and the replay ones.
+pub const REPLAY_FLAGS: &[&str] = &[
+    "machine",
+    "kernel",
+    "sched",
+    "set",
+    "seed",
+    "output-format",
+    "blktrace",
+    "ftrace",
+    "blkparse",
+    "check",
+    "until",
+    "layout",
+    "iodepth",
+    "no-stall",
+    "time-scale",
+    "redirect",
+    "help",
+];
+const REPRODUCE: &[&str] = &[
+    "seed",
+    "json",
+    "trace-dir",
+    "experiments",
+    "html",
+    "check",
+    "help",
+];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
@@ -76,6 +104,14 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-004.toml",
         include_str!("../../../experiments/seed-004.toml"),
     ),
+    (
+        "sched-2024.toml",
+        include_str!("../../../experiments/sched-2024.toml"),
+    ),
+    (
+        "sched-2024-writer.toml",
+        include_str!("../../../experiments/sched-2024-writer.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
@@ -88,6 +124,14 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         "experiments/seed-001.fio",
         include_str!("../../../experiments/seed-001.fio"),
     ),
+    (
+        "experiments/sched-2024.fio",
+        include_str!("../../../experiments/sched-2024.fio"),
+    ),
+    (
+        "experiments/sched-2024-writer.fio",
+        include_str!("../../../experiments/sched-2024-writer.fio"),
+    ),
 ];
 
 fn usage() -> String {
@@ -96,6 +140,7 @@ fn usage() -> String {
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack bonnie BONNIE-OPTION... [options]\n  \
+         iostack replay TRACE [--iodepth N] [--no-stall] [--time-scale PCT] [--redirect DEV] [options]\n  \
          iostack sweep GRID.toml --out DIR [--workers N]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N] [--html FILE]\n  \
          iostack report JOB.fio [options] --html FILE | --sweep DIR --html FILE\n  \
@@ -114,6 +159,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     match cmd.as_str() {
         "run" => run_fio(&args::parse(rest, RUN_FLAGS).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
+        "replay" => run_replay(&args::parse(rest, REPLAY_FLAGS).map_err(ae)?),
         "iozone" => {
             crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
@@ -407,12 +453,16 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = match job {
-            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
-            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        let parsed = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file_all(path, &env),
+            JobSource::Text { name, text } => {
+                iostack_workload::parse_job_bytes_all(text.as_bytes(), name, &env)
+            }
         }
         .map_err(SimError::from)?;
-        let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
+        // Every problem of the file at once: parse errors and refusals.
+        let jf = iostack_sim::frontend::all_problems(parsed).map_err(SimError::from)?;
+        let mut f = iostack_sim::frontend::fio_procs_loading(&jf, &m, &read_log)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
         let base = meta
@@ -438,6 +488,68 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     }
     let cfg = config_of(p, procs, m)?;
     Ok((cfg, Report::Fio { meta, globals }))
+}
+
+/// A replay log by name (fio's `read_iolog`): the file, or the per-CPU files
+/// `NAME.blktrace.0`, `.1`, ... of a blktrace (what `--blktrace NAME` and
+/// `blktrace -o NAME` write).
+pub fn read_log(name: &str) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
+    if Path::new(name).is_file() {
+        return Ok(vec![read(name)?]);
+    }
+    let mut parts = Vec::new();
+    while Path::new(&format!("{name}.blktrace.{}", parts.len())).is_file() {
+        parts.push(read(&format!("{name}.blktrace.{}", parts.len()))?);
+    }
+    if parts.is_empty() {
+        return Err(format!(
+            "{name}: No such file (nor {name}.blktrace.0, the per-CPU files of a blktrace)"
+        ));
+    }
+    Ok(parts)
+}
+
+/// `iostack replay TRACE`: fio's replay of a blktrace or iolog
+/// (`--read_iolog=TRACE --replay_redirect=/dev/DISK --ioengine=libaio
+/// --direct=1`, iodepth as fio probes it), as btreplay sends a trace back to
+/// a device.
+fn run_replay(p: &Parsed) -> Result<ExitCode> {
+    let usage = format!(
+        "usage: iostack replay TRACE [options]\n  TRACE: a blktrace (one file, or the \
+         prefix of the per-CPU files PREFIX.blktrace.N) or a fio iolog (v2, v3)\n{}",
+        args::help(REPLAY_FLAGS)
+    );
+    if p.has("help") {
+        out::stdout(&usage)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let [trace] = p.positional.as_slice() else {
+        out::stderr(&usage);
+        return Ok(ExitCode::from(2));
+    };
+    let m = machine_of(p, "sata-2009")?;
+    let redirect = p
+        .get("redirect")
+        .map_or_else(|| format!("/dev/{}", m.disk_name), str::to_string);
+    let mut text = format!(
+        "[replay]\nread_iolog={trace}\nreplay_redirect={redirect}\nioengine=libaio\ndirect=1\n"
+    );
+    if let Some(d) = p.get("iodepth") {
+        text.push_str(&format!("iodepth={d}\n"));
+    }
+    if p.has("no-stall") {
+        text.push_str("replay_no_stall=1\n");
+    }
+    if let Some(s) = p.get("time-scale") {
+        text.push_str(&format!("replay_time_scale={s}\n"));
+    }
+    let job = JobSource::Text {
+        name: "replay".into(),
+        text,
+    };
+    let (cfg, report) = fio_config(p, &[job])?;
+    simulate_and_report(p, cfg, report)
 }
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
@@ -490,8 +602,8 @@ pub struct Simulated {
 /// The `--output-format` asked for, checked.
 pub fn output_format(p: &Parsed) -> Result<String> {
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    if !crate::fio_out::FORMATS.contains(&fmt.as_str()) {
+        return Err(crate::fio_out::unknown_format(&fmt).into());
     }
     Ok(fmt)
 }
@@ -510,7 +622,7 @@ pub fn simulate(
     let fs_name = cfg.machine.fs.name().to_string();
     let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = report {
-        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)?));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
@@ -548,17 +660,12 @@ pub fn fio_report(
     globals: Vec<(String, String)>,
 ) -> Result<iostack_report::fio::FioReport> {
     let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
-    let obs = any
+    let mut obs = any
         .downcast::<crate::fio_out::FioObserver>()
         .map_err(|_| "not a fio run")?;
-    Ok(crate::fio_out::build(
-        &s.result,
-        *obs,
-        globals,
-        &s.disk_name,
-        s.seed,
-        s.hash,
-    ))
+    let r = crate::fio_out::build(&s.result, &mut obs, globals, &s.disk_name, s.seed, s.hash);
+    obs.finish_logs(&s.result)?;
+    Ok(r)
 }
 
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {
@@ -639,46 +746,35 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             return Err(format!("no experiment named '{want}' (have: {names})").into());
         }
     }
+    exps.retain(|(_, e)| p.positional.is_empty() || p.positional.contains(&e.name));
+    let mut fios = Vec::new();
+    for (path, e) in &exps {
+        fios.push(experiment_fio(p, path, e)?);
+    }
     let json = p.has("json");
     let trace_dir = p.get("trace-dir").map(PathBuf::from);
+    let mut open_err = None;
+    let batch: Vec<(&Experiment, Option<(&str, &str)>)> = exps
+        .iter()
+        .zip(&fios)
+        .map(|((_, e), f)| (e, f.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))))
+        .collect();
+    let checks = p.has("check") || cfg!(debug_assertions);
+    let results = experiment::run_many(&batch, seed, checks, |e, v, cfg| {
+        let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
+        crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
+            open_err.get_or_insert(err);
+            Vec::new()
+        })
+    });
+    if let Some(err) = open_err {
+        return Err(err);
+    }
     let mut records = Vec::new();
     let mut text = String::new();
     let mut plotted = Vec::new();
-    for (path, e) in &exps {
-        if !p.positional.is_empty() && !p.positional.contains(&e.name) {
-            continue;
-        }
-        let fio = match &e.workload.fio {
-            Some(f) => {
-                let dir = Path::new(path).parent().unwrap_or(Path::new("."));
-                let fp = dir.join(f);
-                let builtin = BUILTIN_FILES
-                    .iter()
-                    .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
-                let t = match builtin {
-                    Some((_, t)) => t.to_string(),
-                    None => std::fs::read_to_string(&fp)
-                        .map_err(|err| CliError::io(fp.display(), err))?,
-                };
-                Some((fp.display().to_string(), t))
-            }
-            None => None,
-        };
-        let mut open_err = None;
-        let mut runs = e.run(
-            seed,
-            fio.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-            |v, cfg| {
-                let dir = trace_dir.as_ref().map(|d| d.join(&e.name).join(&v.name));
-                crate::sinks::reproduce_sinks(e, cfg, dir.as_deref()).unwrap_or_else(|err| {
-                    open_err.get_or_insert(err);
-                    Vec::new()
-                })
-            },
-        )?;
-        if let Some(err) = open_err {
-            return Err(err);
-        }
+    for ((_, e), runs) in exps.iter().zip(results) {
+        let mut runs = runs?;
         if let Some(dir) = &trace_dir {
             for r in &mut runs {
                 let d = dir.join(&e.name).join(&r.variant);
@@ -693,25 +789,7 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
             plotted.push((e, rows.clone()));
         }
         if json {
-            // Provenance goes to stderr: the records keep their documented fields.
-            for r in &runs {
-                out::stderr(&format!(
-                    "iostack: {} variant {}: {}\n",
-                    e.name,
-                    r.variant,
-                    crate::sinks::provenance(r.seed, r.config_hash)
-                ));
-            }
-            for r in &rows {
-                records.push(serde_json::json!({
-                    "experiment": r.experiment,
-                    "variant": r.variant,
-                    "metric": r.metric,
-                    "unit": r.unit,
-                    "published": r.published,
-                    "simulated": r.simulated,
-                }));
-            }
+            json_records(e, &runs, &rows, &mut records)?;
         } else {
             text.push_str(&crate::sinks::reproduce_text(e, &mut runs, &rows, &changes));
         }
@@ -728,6 +806,54 @@ fn reproduce(p: &Parsed) -> Result<ExitCode> {
         out::stdout(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fio job text of an experiment's workload, if it has one: the built-in
+/// copy for the built-in set, else the file beside the experiment file.
+fn experiment_fio(p: &Parsed, path: &str, e: &Experiment) -> Result<Option<(String, String)>> {
+    let Some(f) = &e.workload.fio else {
+        return Ok(None);
+    };
+    let dir = Path::new(path).parent().unwrap_or(Path::new("."));
+    let fp = dir.join(f);
+    let builtin = BUILTIN_FILES
+        .iter()
+        .find(|(n, _)| Path::new(n) == fp && p.get("experiments").is_none());
+    let t = match builtin {
+        Some((_, t)) => t.to_string(),
+        None => std::fs::read_to_string(&fp).map_err(|err| CliError::io(fp.display(), err))?,
+    };
+    Ok(Some((fp.display().to_string(), t)))
+}
+
+/// `reproduce --json`: the records of one experiment; its provenance (seed and
+/// configuration hash per variant) goes to stderr, so the records keep their
+/// documented fields.
+fn json_records(
+    e: &Experiment,
+    runs: &[VariantRun],
+    rows: &[experiment::Row],
+    records: &mut Vec<serde_json::Value>,
+) -> Result<()> {
+    for r in runs {
+        out::stderr(&format!(
+            "iostack: {} variant {}: {}\n",
+            e.name,
+            r.variant,
+            crate::sinks::provenance(r.seed, r.config_hash)
+        ));
+    }
+    for r in rows {
+        records.push(serde_json::json!({
+            "experiment": r.experiment,
+            "variant": r.variant,
+            "metric": r.metric,
+            "unit": r.unit,
+            "published": r.published,
+            "simulated": r.simulated,
+        }));
+    }
+    Ok(())
 }
 
 #[allow(dead_code)]

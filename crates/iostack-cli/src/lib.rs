@@ -6,6 +6,7 @@
 pub mod api;
 pub mod args;
 pub mod commands;
+pub mod fio_logs;
 pub mod fio_out;
 pub mod html;
 pub mod out;
