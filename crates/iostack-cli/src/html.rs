@@ -55,7 +55,7 @@ pub fn chart(e: &Experiment, rows: &[Row]) -> Chart {
                 {"mark": {"type": "bar", "color": SIMULATED},
                  "encoding": {"x": x, "y": {"field": "simulated", "type": "quantitative", "title": null}}},
                 {"transform": [{"filter": "datum.published != null"}],
-                 "mark": {"type": "tick", "color": PUBLISHED, "thickness": 3},
+                 "mark": {"type": "tick", "color": PUBLISHED, "thickness": 3, "opacity": 1},
                  "encoding": {"x": x, "y": {"field": "published", "type": "quantitative"}}},
             ],
         },
