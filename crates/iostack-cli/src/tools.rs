@@ -254,8 +254,9 @@ pub fn run_bonnie(p: &Parsed) -> Result<ExitCode> {
         t::NOT_MODELLED_FSYNC,
         "%CPU is the system time the model charges (copies, pinning, bios, writeback); \
          user time (putc/getc's per-character loop) is not simulated",
-        "the block-write test's unlink and create are simulated as an overwrite of the \
-         same file (unlink is not simulated)",
+        "the block-write test's unlink and create free the file's blocks and drop its \
+         pages, and the test allocates them again; the metadata I/O of unlink and \
+         create (inode, bitmaps, directory) is not simulated",
     ]));
     if spec.o_direct {
         text.push_str("Using O_DIRECT for block based I/O\n");

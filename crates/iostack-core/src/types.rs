@@ -152,6 +152,9 @@ pub enum EndIo {
     /// block or cache flush the journal code (or fsync) waits for; no page
     /// cache state.
     Journal,
+    /// 2.4's `end_buffer_io_sync`: a metadata buffer written by `ll_rw_block`
+    /// that its submitter waits for (`wait_on_buffer`); no page-cache state.
+    SyncBuffer,
 }
 
 /// The owner of a bio: the task that submitted it (woken when it slept in

@@ -46,6 +46,14 @@ pub struct Inode {
     pub extents: Vec<Extent>,
     /// Indirect blocks (IND, DIND, TIND) in allocation order.
     pub meta_blocks: Vec<u64>,
+    /// 2.4's `i_dirty_buffers`: the indirect blocks from this index on were
+    /// allocated during the run and are dirty (`ext2_alloc_branch` →
+    /// `mark_buffer_dirty_inode`).
+    pub meta_clean: usize,
+    /// `I_DIRTY_DATASYNC`: an allocation (`ext2_splice_branch` →
+    /// `mark_inode_dirty`), a size change or the creation dirtied the inode
+    /// since it was last written.
+    pub datasync_dirty: bool,
 }
 
 impl Inode {
@@ -200,6 +208,10 @@ impl Ext2 {
         &self.inodes[ino as usize]
     }
 
+    pub fn inode_mut(&mut self, ino: u32) -> &mut Inode {
+        &mut self.inodes[ino as usize]
+    }
+
     pub fn lookup(&self, name: &str) -> Option<u32> {
         self.names.get(name).copied()
     }
@@ -345,10 +357,69 @@ impl Ext2 {
             size,
             extents: Vec::new(),
             meta_blocks: Vec::new(),
+            meta_clean: 0,
+            datasync_dirty: false,
         });
         let bs = self.p.block_size as u64;
         self.append_blocks(ino, size.div_ceil(bs))?;
+        // Laid out before the run: written and clean.
+        let inode = &mut self.inodes[ino as usize];
+        inode.meta_clean = inode.meta_blocks.len();
         Ok(ino)
+    }
+
+    /// `ext2_truncate` to 0 (Bonnie's `unlink` and `O_CREAT` of the same name):
+    /// the file's blocks are freed and, as `ext2_new_block` searches from the
+    /// inode's group goal on an otherwise empty group, the next allocation gets
+    /// them again. The sequential allocator can only give blocks back when the
+    /// file was the last thing allocated; otherwise they stay used (leaked),
+    /// which is said by the return value (false).
+    pub fn truncate(&mut self, ino: u32) -> bool {
+        let inode = &mut self.inodes[ino as usize];
+        let first = inode.extents.first().map(|e| e.pblk);
+        let first = first
+            .into_iter()
+            .chain(inode.meta_blocks.first().copied())
+            .min();
+        let last = inode.extents.last().map(|e| e.pblk + e.len);
+        let last = last
+            .into_iter()
+            .chain(inode.meta_blocks.iter().map(|b| b + 1))
+            .max();
+        inode.extents.clear();
+        inode.meta_blocks.clear();
+        inode.meta_clean = 0;
+        inode.size = 0;
+        inode.datasync_dirty = true;
+        self.hint = (u32::MAX, 0);
+        match (first, last) {
+            (Some(f), Some(l)) if l == self.cursor => {
+                self.cursor = f;
+                self.alloc_group = (u64::MAX, 0);
+                true
+            }
+            (None, _) => true,
+            _ => false,
+        }
+    }
+
+    /// What `generic_osync_inode(inode, OSYNC_METADATA|OSYNC_DATA)` writes
+    /// synchronously for a file whose data is not in the page cache (2.4
+    /// `fs/inode.c`): `fsync_inode_buffers` (the dirty indirect blocks of
+    /// `i_dirty_buffers`), then `write_inode_now(inode, 1)` → `ext2_write_inode`
+    /// → `ext2_update_inode`'s `ll_rw_block` of the inode-table block when the
+    /// inode is `I_DIRTY_DATASYNC` (a timestamp alone, `I_DIRTY_SYNC`, is not
+    /// written without `OSYNC_INODE`). Marks them clean.
+    pub fn osync_inode(&mut self, ino: u32) -> crate::OsyncWrites {
+        let inode_block = self.inode_block(ino);
+        let inode = &mut self.inodes[ino as usize];
+        let buffers = inode.meta_blocks[inode.meta_clean..].to_vec();
+        inode.meta_clean = inode.meta_blocks.len();
+        let dirty = std::mem::take(&mut inode.datasync_dirty);
+        crate::OsyncWrites {
+            buffers,
+            inode: dirty.then_some(inode_block),
+        }
     }
 }
 
@@ -412,6 +483,8 @@ impl GetBlock for Ext2 {
         }
         let count = max_blocks.min(blocks_to_boundary + 1);
         self.append_blocks(ino, count)?;
+        // ext2_splice_branch: i_ctime and mark_inode_dirty.
+        self.inodes[ino as usize].datasync_dirty = true;
         let (pblk, left) = self.inodes[ino as usize]
             .lookup(lblk)
             .expect("just allocated");
@@ -429,7 +502,10 @@ impl GetBlock for Ext2 {
     }
 
     fn set_i_size(&mut self, ino: u32, size: u64) {
-        self.inodes[ino as usize].size = size;
+        let inode = &mut self.inodes[ino as usize];
+        // mark_inode_dirty after the size changed.
+        inode.datasync_dirty |= inode.size != size;
+        inode.size = size;
     }
 }
 

@@ -10,6 +10,7 @@
 //! (delayed allocation): `ext4` (with `mballoc`, the multiblock allocator) and
 //! `xfs`.
 
+pub mod blkdev_dio;
 pub mod dio;
 pub mod ext2;
 pub mod ext4;
@@ -27,7 +28,7 @@ pub use extent_fs::{ExtentFs, FileExtent};
 pub use rawdev::RawBdev;
 mod tunables;
 
-pub use tunables::TUNABLES;
+pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES};
 
 /// What `get_block` returns (`struct buffer_head` after mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,15 @@ pub struct BlockMapping {
     pub boundary: bool,
     /// `BH_New`: freshly allocated.
     pub new: bool,
+}
+
+/// The metadata blocks 2.4's `generic_osync_inode` writes and waits for, in
+/// its two steps: `fsync_inode_buffers` (the inode's dirty buffers), then
+/// `write_inode_now` (the inode-table block, when the inode needs writing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OsyncWrites {
+    pub buffers: Vec<u64>,
+    pub inode: Option<u64>,
 }
 
 /// A file system's block-mapping callback (`get_block_t`).

@@ -44,15 +44,21 @@ pub trait MountedFs {
         meta: &mut Vec<(u64, u64)>,
     ) -> Result<(), FsError>;
     /// The journal area `(first block, blocks)` of a journalling file system
-    /// whose journal the simulation runs (ext3).
+    /// whose journal the simulation can run (ext3, ext4).
     fn journal_area(&self) -> Option<(u64, u64)> {
         None
     }
-    /// The inode-table block of `ino` (`ext3_mark_inode_dirty`'s buffer).
+    /// The journal's runs in logical order when it is not one run.
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+    /// The inode-table block of `ino` (`ext3_mark_inode_dirty`'s buffer,
+    /// `ext4_mark_inode_dirty`'s).
     fn inode_block(&self, _ino: u32) -> Option<u64> {
         None
     }
-    /// The metadata blocks creating `ino` dirtied (`ext3_new_inode`).
+    /// The metadata blocks creating `ino` dirtied (`ext3_new_inode`,
+    /// `ext4_new_inode` and the directory entry).
     fn create_meta(&self, _ino: u32) -> Vec<u64> {
         Vec::new()
     }
@@ -75,6 +81,27 @@ pub trait MountedFs {
     fn release_file(&mut self, _ino: u32) {}
     /// Block-device ranges the file system dirties right after mount.
     fn bdev_dirty_at_mount(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+    /// Truncate `ino` to 0 (the file unlinked and created again); false when
+    /// its blocks could not be given back to the allocator.
+    fn truncate(&mut self, _ino: u32) -> Result<bool, FsError> {
+        Err(FsError::Unsupported(format!(
+            "truncating a file on {}",
+            self.name()
+        )))
+    }
+    /// 2.4's `generic_osync_inode(inode, OSYNC_METADATA|OSYNC_DATA)`: the
+    /// metadata blocks to write and wait for (see `Ext2::osync_inode`).
+    fn osync_inode(&mut self, _ino: u32) -> Result<crate::OsyncWrites, FsError> {
+        Err(FsError::Unsupported(format!(
+            "2.4's generic_osync_inode on {}",
+            self.name()
+        )))
+    }
+    /// What writeback's allocations dirtied since the last call
+    /// (`ExtentFs::take_alloc_meta`); ext2/ext3 allocate at `write_begin`.
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         Vec::new()
     }
 }
@@ -141,7 +168,21 @@ impl MountedFs for Ext2Fs {
         self.fs.create_sequential(name, size, goal)
     }
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
-        self.fs.create_sequential(name, 0, None)
+        let ino = self.fs.create_sequential(name, 0, None)?;
+        // ext2_new_inode: mark_inode_dirty.
+        self.fs.inode_mut(ino).datasync_dirty = true;
+        Ok(ino)
+    }
+    fn truncate(&mut self, ino: u32) -> Result<bool, FsError> {
+        Ok(self.fs.truncate(ino))
+    }
+    fn osync_inode(&mut self, ino: u32) -> Result<crate::OsyncWrites, FsError> {
+        if self.ext3 {
+            return Err(FsError::Unsupported(
+                "2.4's generic_osync_inode on ext3 (its journal is 2.6's)".into(),
+            ));
+        }
+        Ok(self.fs.osync_inode(ino))
     }
     fn write_begin(
         &mut self,
@@ -264,5 +305,20 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     }
     fn release_file(&mut self, ino: u32) {
         self.fs.release_file(ino)
+    }
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        self.fs.journal_area()
+    }
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        self.fs.journal_runs()
+    }
+    fn inode_block(&self, ino: u32) -> Option<u64> {
+        self.fs.inode_block(ino)
+    }
+    fn create_meta(&self, ino: u32) -> Vec<u64> {
+        self.fs.create_meta(ino)
+    }
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
+        self.fs.take_alloc_meta()
     }
 }

@@ -117,7 +117,11 @@ pub fn bonnie_procs(s: &BonnieSpec, m: &Machine) -> Result<Vec<ProcSpec>, SimErr
             end_fsync: true,
             ..test(1, Dir::Read, BONNIE_CHUNK, s.o_direct)
         },
-        test(2, Dir::Write, BONNIE_CHUNK, s.o_direct),
+        ProcSpec {
+            // newfile(name, &fd, &stream, 1, o_direct): unlink and create.
+            recreate: true,
+            ..test(2, Dir::Write, BONNIE_CHUNK, s.o_direct)
+        },
         test(3, Dir::Read, STDIO_BUFSIZ, false),
         test(4, Dir::Read, BONNIE_CHUNK, s.o_direct),
     ])

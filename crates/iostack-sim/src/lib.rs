@@ -6,10 +6,14 @@ mod bdev;
 pub mod bonnie;
 mod buffered;
 pub mod check;
+mod dio24;
+pub mod dist;
 mod error;
 pub mod experiment;
+pub mod fixed;
 pub mod frontend;
 pub mod fsys;
+pub mod iolog_front;
 mod jbd;
 mod kblockd;
 mod lazyinit;
@@ -17,6 +21,7 @@ pub mod machine;
 mod open;
 mod pace;
 mod plug;
+mod replay;
 mod runend;
 mod startq;
 pub mod stats;
@@ -51,7 +56,16 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
         // 2.4's elevator_linus latencies only on 2.4.
         let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
         let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
-        if (sq && mq) || (!sq && legacy) || (ll24 && !v24) {
+        // 2.4's direct-I/O flush only on 2.4 and when not the default (it came
+        // after the hashes of earlier runs).
+        let only24 = line.starts_with("dio/flush24=");
+        let flush_default = line == "dio/flush24=data";
+        if (sq && mq)
+            || (!sq && legacy)
+            || ((ll24 || only24) && !v24)
+            || flush_default
+            || idle_ext4_journal(cfg, line)
+        {
             continue;
         }
         s.push_str(line);
@@ -63,4 +77,11 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
         s.push_str(&format!("{p:?}\n"));
     }
     iostack_des::fnv1a64(s.as_bytes())
+}
+
+/// A `fs/ext4/` journal tunable while ext4's journal is not run: it changes
+/// nothing, so the hashes of runs made before jbd2 was simulated stay.
+fn idle_ext4_journal(cfg: &SimConfig, line: &str) -> bool {
+    let name = line.split('=').next().unwrap_or("");
+    iostack_fs::EXT4_JOURNAL_TUNABLES.contains(&name) && !cfg.tunables.get_bool("fs/ext4/journal")
 }

@@ -84,6 +84,7 @@ fn state(b: Blocked) -> &'static str {
         Blocked::OnPage => "waiting for a page",
         Blocked::OnCongestion => "in congestion_wait",
         Blocked::OnJournal => "waiting in the journal",
+        Blocked::OnBuffer => "waiting on a metadata buffer",
         Blocked::Done => "done",
     }
 }

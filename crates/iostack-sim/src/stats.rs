@@ -57,6 +57,28 @@ impl Lat {
         }
         self.buckets[b] += 1;
     }
+    /// Add another histogram's samples (fio's `group_reporting` sums).
+    pub fn merge(&mut self, o: &Lat) {
+        if o.n == 0 {
+            return;
+        }
+        if self.buckets.len() < o.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.min = if self.n == 0 {
+            o.min
+        } else {
+            self.min.min(o.min)
+        };
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+    }
+
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0

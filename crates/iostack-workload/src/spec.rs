@@ -521,6 +521,8 @@ pub struct JobSpec {
     pub write_iolog: Option<String>,
     /// `read_iolog=`.
     pub read_iolog: Option<String>,
+    /// The `replay_*` options of `read_iolog`.
+    pub replay: crate::iolog::ReplayOptions,
     /// `zero_buffers`.
     pub zero_buffers: bool,
     /// `refill_buffers`.
@@ -868,6 +870,14 @@ pub(crate) fn build_job(
             .then(|| st.text("cpumask").unwrap_or("").to_string()),
         write_iolog: st.text("write_iolog_file").map(str::to_string),
         read_iolog: st.text("read_iolog_file").map(str::to_string),
+        replay: crate::iolog::ReplayOptions {
+            no_stall: st.flag("no_stall"),
+            time_scale: u64c(st.int("replay_time_scale")).max(1),
+            scale: u64c(st.int("replay_scale")),
+            align: u64c(st.int("replay_align")),
+            redirect: st.text("replay_redirect").map(str::to_string),
+            skip: crate::iolog::ReplayOptions::skip_of(st.text("replay_skip").unwrap_or("")),
+        },
         zero_buffers: st.flag("zero_buffers"),
         refill_buffers: st.flag("refill_buffers"),
         scramble_buffers: st.flag("scramble_buffers"),

@@ -56,7 +56,7 @@ use iostack_des::{Instant, Rng};
 
 /// Parameters of a mechanical disk. Plain data: presets write them from
 /// datasheets; the model derives its geometry and seek curve from them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct HddParams {
     /// Capacity in 512-byte logical sectors.
     pub capacity_sectors: u64,
@@ -123,6 +123,51 @@ pub struct HddParams {
     pub age_limit_ns: u64,
     /// Limits declared to the block layer.
     pub limits: HwLimits,
+    /// A cached write that overlaps dirty data in the write cache waits until
+    /// the old copy is written out ("if there is a write hit, then the copy in
+    /// the cache is written out before the new copy is accepted into the
+    /// cache", Ruemmler and Wilkes, An introduction to disk drive modeling,
+    /// 1994); when off, the new copy replaces the old one in the cache.
+    pub write_hit_destage: bool,
+}
+
+/// As derived, with `write_hit_destage` only when set, so that the
+/// configuration hash of every machine without it is what it was before.
+impl std::fmt::Debug for HddParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("HddParams");
+        d.field("capacity_sectors", &self.capacity_sectors)
+            .field("rpm", &self.rpm)
+            .field("heads", &self.heads)
+            .field("zones", &self.zones)
+            .field("outer_sectors_per_track", &self.outer_sectors_per_track)
+            .field("inner_sectors_per_track", &self.inner_sectors_per_track)
+            .field("track_skew_ns", &self.track_skew_ns)
+            .field("cylinder_skew_ns", &self.cylinder_skew_ns)
+            .field("seek_track_to_track_ns", &self.seek_track_to_track_ns)
+            .field("seek_average_ns", &self.seek_average_ns)
+            .field("seek_full_stroke_ns", &self.seek_full_stroke_ns)
+            .field("head_switch_ns", &self.head_switch_ns)
+            .field("write_settle_ns", &self.write_settle_ns)
+            .field("overhead_read_hit_ns", &self.overhead_read_hit_ns)
+            .field("overhead_read_miss_ns", &self.overhead_read_miss_ns)
+            .field("overhead_write_ns", &self.overhead_write_ns)
+            .field("interface_bytes_per_s", &self.interface_bytes_per_s)
+            .field("cache_segments", &self.cache_segments)
+            .field("cache_segment_sectors", &self.cache_segment_sectors)
+            .field("read_ahead_sectors", &self.read_ahead_sectors)
+            .field("write_cache", &self.write_cache)
+            .field("fua", &self.fua)
+            .field("write_cache_sectors", &self.write_cache_sectors)
+            .field("write_cache_extents", &self.write_cache_extents)
+            .field("queue_depth", &self.queue_depth)
+            .field("age_limit_ns", &self.age_limit_ns)
+            .field("limits", &self.limits);
+        if self.write_hit_destage {
+            d.field("write_hit_destage", &self.write_hit_destage);
+        }
+        d.finish()
+    }
 }
 
 /// The head's track.
@@ -488,11 +533,32 @@ impl Hdd {
         self.p.write_cache && self.p.write_cache_extents > 0 && self.p.write_cache_sectors > 0
     }
 
+    /// The dirty extent `[s, e)` overwrites part of (a write hit), if any.
+    fn hit_dirty(&self, s: u64, e: u64) -> Option<usize> {
+        self.dirty.iter().position(|&(a, b)| a < e && s < b)
+    }
+
+    /// With `write_hit_destage`: the dirty extent the oldest write waiting for
+    /// room overwrites, which must go to the medium before it is accepted.
+    fn hit_victim(&self) -> Option<usize> {
+        if !self.p.write_hit_destage || self.n_wait == 0 {
+            return None;
+        }
+        let w = (0..self.slots.len())
+            .filter(|&i| self.slots[i].state == State::WaitSpace)
+            .min_by_key(|&i| self.slots[i].seq)?;
+        let s = self.slots[w];
+        self.hit_dirty(s.lba, s.lba + s.n as u64)
+    }
+
     fn overlaps_dirty(&self, s: u64, e: u64) -> bool {
         self.dirty.iter().any(|&(a, b)| a <= e && s <= b)
     }
 
     fn fits(&self, s: u64, e: u64) -> bool {
+        if self.p.write_hit_destage && self.hit_dirty(s, e).is_some() {
+            return false;
+        }
         (self.dirty.len() < self.p.write_cache_extents as usize || self.overlaps_dirty(s, e))
             && self.dirty_sectors + (e - s) <= self.p.write_cache_sectors as u64
     }
@@ -548,8 +614,8 @@ impl Hdd {
                     low = Some((i, a));
                 }
             }
-            match best.or(low) {
-                Some((i, _)) => i,
+            match self.hit_victim().or(best.map(|b| b.0)).or(low.map(|l| l.0)) {
+                Some(i) => i,
                 None => return t.max(self.free_at),
             }
         };

@@ -54,6 +54,7 @@ fn sata_2009() -> HddParams {
         write_cache_extents: 128, // estimate
         queue_depth: 31,          // NCQ as Linux uses it (one tag reserved)
         age_limit_ns: 500 * MS,
+        write_hit_destage: false,
         limits: SATA_LIMITS,
     }
 }
@@ -136,6 +137,11 @@ fn ide_2001() -> HddParams {
         write_cache_extents: 16, // estimate
         queue_depth: 1,
         age_limit_ns: 500 * MS,
+        // Drives of the time wrote a cached copy out before taking a write
+        // over it (Ruemmler and Wilkes 1994, "write hit"): a block rewritten
+        // while still dirty, like an inode written at every O_SYNC write,
+        // costs a trip to the medium each time.
+        write_hit_destage: true,
         limits: HwLimits {
             max_hw_sectors: 256, // 28-bit ATA commands
             max_segments: 128,
@@ -179,6 +185,7 @@ fn sas_15k() -> HddParams {
         write_cache_extents: 64,
         queue_depth: 64,
         age_limit_ns: 500 * MS,
+        write_hit_destage: false,
         limits: HwLimits {
             max_hw_sectors: 32767,
             max_segments: 128,

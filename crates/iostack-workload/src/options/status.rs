@@ -63,7 +63,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "ioengine",
         Sim,
-        "sync engines and libaio/io_uring/posixaio; others refused",
+        "sync engines, libaio/io_uring/posixaio, null (no I/O reaches the device); others refused",
     ),
     (
         "iodepth",
@@ -79,7 +79,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("size", Sim, "bytes; a percentage or zones are refused"),
     ("io_size", Sim, "bytes; a percentage or zones are refused"),
     ("fill_device", No(NOT_YET), ""),
-    ("filesize", No(NOT_YET), ""),
+    (
+        "filesize",
+        Sim,
+        "the file's size (size= then caps the I/O); a range is refused",
+    ),
     ("file_append", No(NOT_YET), ""),
     ("offset", Sim, "bytes; a percentage or zones are refused"),
     ("offset_align", No(NOT_YET), ""),
@@ -94,7 +98,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         "stops after N I/Os issued; with time_based refused",
     ),
     ("bs", Sim, "per direction (read, write)"),
-    ("ba", No(NOT_YET), ""),
+    (
+        "ba",
+        Sim,
+        "random offsets at its multiples; needs norandommap and one block size",
+    ),
     (
         "bsrange",
         Sim,
@@ -119,7 +127,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "random_distribution",
         Sim,
-        "random, zoned, zoned_abs; zipf, pareto, normal refused",
+        "random, zoned, zoned_abs, and zipf, pareto, normal in fixed point (one block size)",
     ),
     (
         "percentage_random",
@@ -165,7 +173,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "numjobs",
         Sim,
-        "one process per clone, each on its own file",
+        "one process per clone, each on its own file, or all on one filename=",
     ),
     ("startdelay", Sim, "a single delay; a range is refused"),
     ("runtime", Sim, ""),
@@ -208,14 +216,22 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("trim_backlog", No(PARENT), ""),
     ("trim_backlog_batch", No(PARENT), ""),
     ("write_iolog", No(NOT_YET), ""),
-    ("read_iolog", No(NOT_YET), ""),
-    ("read_iolog_chunked", No(PARENT), ""),
-    ("replay_no_stall", No(PARENT), ""),
-    ("replay_redirect", No(PARENT), ""),
-    ("replay_scale", No(PARENT), ""),
-    ("replay_align", No(PARENT), ""),
-    ("replay_time_scale", No(PARENT), ""),
-    ("replay_skip", No(PARENT), ""),
+    (
+        "read_iolog",
+        Sim,
+        "iolog v2/v3 or blktrace (one merged file or the per-CPU files); one file or device; trims and syncs refused",
+    ),
+    (
+        "read_iolog_chunked",
+        Out,
+        "reads the log in parts; the same I/Os are issued",
+    ),
+    ("replay_no_stall", Sim, "no delays between the log's I/Os"),
+    ("replay_redirect", Sim, "every I/O of the log to this file or device"),
+    ("replay_scale", Sim, "offsets divided by it"),
+    ("replay_align", Sim, "offsets aligned down (blktrace lengths up)"),
+    ("replay_time_scale", Sim, "delays times 100 / N"),
+    ("replay_skip", Sim, "blktrace directions dropped"),
     ("merge_blktrace_file", No(NOT_YET), ""),
     ("merge_blktrace_scalars", No(PARENT), ""),
     ("merge_blktrace_iters", No(PARENT), ""),

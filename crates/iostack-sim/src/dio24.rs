@@ -1,0 +1,242 @@
+//! 2.4's file steps around a direct I/O that the 2.6 code above the block
+//! layer does not have (2.4.10 `mm/filemap.c`, `fs/inode.c`, and seed 004's
+//! patches against 2.4.4):
+//!
+//! * Bonnie's `newfile` with `create` unlinks the file and creates it again:
+//!   `truncate_inode_pages` and `ext2_truncate`, so the test that follows
+//!   allocates its blocks anew ([`Simulation::recreate_file`]).
+//! * Seed 004's intermediate patch called `generic_osync_inode(inode,
+//!   OSYNC_METADATA|OSYNC_DATA)` at the start of `generic_file_direct_IO`,
+//!   before each direct I/O: `fsync_inode_buffers` writes the inode's dirty
+//!   indirect blocks with `ll_rw_block` and waits for them, then
+//!   `write_inode_now(inode, 1)` writes its inode-table block and waits
+//!   (`ext2_update_inode` with `do_sync`), when an allocation or a size change
+//!   left it `I_DIRTY_DATASYNC` ([`Simulation::osync_before_dio`]). The merged
+//!   patch flushes the data only (`fsync_inode_data_buffers`), which a file
+//!   written only with O_DIRECT never has: nothing to do.
+
+use crate::task::Blocked;
+use crate::world::{Backing, Simulation};
+use iostack_block::{Bio, Submit};
+use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
+use iostack_des::{Duration, Instant};
+use iostack_fs::OsyncWrites;
+
+/// Where a process is in the `generic_osync_inode` before its next direct I/O.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Osync24 {
+    /// Not started for the next I/O.
+    #[default]
+    Idle,
+    /// `fsync_inode_buffers` or `write_inode_now` waits for `inflight`
+    /// buffers; `inode` is the write still to come.
+    Waiting { inflight: u32, inode: Option<u64> },
+    /// Done: the direct I/O goes ahead.
+    Done,
+}
+
+impl Simulation {
+    /// Whether `generic_file_direct_IO` calls `generic_osync_inode` first
+    /// (the `dio/flush24` variant; 2.4 only, refused elsewhere at build).
+    fn flush24_osync(&self) -> bool {
+        self.cfg.tunables.get_enum("dio/flush24") == "generic_osync_inode"
+    }
+
+    /// CPU time of the `get_block` calls of 2.4's `generic_direct_IO` over
+    /// `[offset, offset + len)` of a file: one per file-system block, those
+    /// past `i_size` allocating (ext2 creates blocks only there on this path).
+    /// Zero on other kernels (2.6's `do_direct_IO` maps extents; not costed)
+    /// and on a device (`blkdev_get_block` is a computation).
+    pub(crate) fn get_block_cost24(&mut self, backing: Backing, offset: u64, len: u64) -> Duration {
+        let Backing::File(ino) = backing else {
+            return Duration::ZERO;
+        };
+        if self.cfg.tunables.profile() != iostack_core::Profile::V2_4 {
+            return Duration::ZERO;
+        }
+        let m = &self.cfg.machine;
+        let bs = m.fs_block_size as u64;
+        let blocks = len.div_ceil(bs);
+        let size = self.fs.get_block().i_size(ino);
+        let fresh = (offset + len).saturating_sub(size.max(offset)).div_ceil(bs);
+        Duration(blocks * m.cpu_get_block_ns + fresh.min(blocks) * m.cpu_alloc_block_ns)
+    }
+
+    /// Bonnie's `newfile(name, ..., create)`: `unlink` then `open(O_CREAT)`.
+    /// The page cache of the old file goes (`truncate_inode_pages`; Bonnie
+    /// fsyncs before close, so none is dirty) and its blocks are freed.
+    pub(crate) fn recreate_file(&mut self, pi: u32) -> Result<(), String> {
+        let p = &self.procs[pi as usize];
+        let Backing::File(ino) = p.backing else {
+            return Err("a device cannot be unlinked and created again".into());
+        };
+        let map = p.map;
+        let m = &self.vm.maps[map as usize];
+        if m.nr_dirty() > 0 || m.nr_writeback() > 0 {
+            return Err("unlinking a file with dirty pages is not modelled".into());
+        }
+        self.vm.invalidate_mapping_pages(map, 0, u64::MAX);
+        let given_back = self.fs.truncate(ino).map_err(|e| e.to_string())?;
+        if !given_back {
+            return Err(
+                "the file's blocks cannot be given back to the sequential allocator \
+                 (it was not the last file allocated)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Before process `pi` chooses its next I/O: the intermediate patch's
+    /// `generic_osync_inode`. True when the task now waits for it (or ended).
+    pub(crate) fn osync_before_dio(&mut self, pi: u32, now: Instant) -> bool {
+        let p = &mut self.procs[pi as usize];
+        match std::mem::take(&mut p.osync24) {
+            Osync24::Done => return false,
+            Osync24::Waiting { inflight: 0, inode } => {
+                // fsync_inode_buffers is done: write_inode_now, or go on.
+                let writes = OsyncWrites {
+                    buffers: Vec::new(),
+                    inode,
+                };
+                return self.osync_submit(pi, writes, now);
+            }
+            w @ Osync24::Waiting { .. } => {
+                // Woken from get_request_wait: submit the rest.
+                p.osync24 = w;
+                return self.osync_drain(pi, now);
+            }
+            Osync24::Idle => {}
+        }
+        let p = &self.procs[pi as usize];
+        let Backing::File(ino) = p.backing else {
+            return false;
+        };
+        if !p.spec.direct || self.cfg.tunables.profile() != iostack_core::Profile::V2_4 {
+            return false;
+        }
+        let m = &self.vm.maps[p.map as usize];
+        if m.nr_dirty() > 0 || m.nr_writeback() > 0 {
+            // generic_file_direct_IO's filemap_fdatasync,
+            // fsync_inode_data_buffers and filemap_fdatawait.
+            let e = "2.4 direct I/O on a file with dirty cached pages: the data flush \
+                     before it (filemap_fdatasync, fsync_inode_data_buffers) is not modelled";
+            self.procs[pi as usize].result.error = Some(e.into());
+            self.finish_proc(pi, now);
+            return true;
+        }
+        if !self.flush24_osync() {
+            return false;
+        }
+        match self.fs.osync_inode(ino) {
+            Ok(w) => self.osync_submit(pi, w, now),
+            Err(e) => {
+                self.procs[pi as usize].result.error = Some(e.to_string());
+                self.finish_proc(pi, now);
+                true
+            }
+        }
+    }
+
+    /// `ll_rw_block(WRITE, ...)` of the step's buffers (the indirect blocks,
+    /// else the inode block), then `wait_on_buffer`, which runs `tq_disk`.
+    fn osync_submit(&mut self, pi: u32, w: OsyncWrites, now: Instant) -> bool {
+        let (blocks, inode) = match (w.buffers.is_empty(), w.inode) {
+            (false, inode) => (w.buffers, inode),
+            (true, Some(b)) => (vec![b], None),
+            (true, None) => {
+                // Nothing (more) to write: the direct I/O goes ahead.
+                self.procs[pi as usize].osync24 = Osync24::Done;
+                self.issue_next(pi, now);
+                return true;
+            }
+        };
+        let task = TaskId(pi);
+        let spb = self.cfg.machine.fs_block_size as u64 / 512;
+        let t = self.tasks.get(task);
+        let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
+        for &b in &blocks {
+            let bio = Bio {
+                dev: self.cfg.machine.fs_dev(),
+                sector: b * spb,
+                sectors: spb as u32,
+                segments: 1,
+                flags: ReqFlags::WRITE,
+                pid,
+                cpu,
+                owner: BioOwner {
+                    task,
+                    end_io: EndIo::SyncBuffer,
+                },
+                ioprio,
+                submitted_at: now,
+                next: None,
+            };
+            self.tasks.get_mut(task).pending.push_back(bio);
+        }
+        // Each buffer head through submit_bh.
+        let cost = Duration(blocks.len() as u64 * self.cfg.machine.cpu_bio_ns);
+        self.charge_sys(task, cost);
+        self.procs[pi as usize].osync24 = Osync24::Waiting {
+            inflight: blocks.len() as u32,
+            inode,
+        };
+        self.osync_drain(pi, now)
+    }
+
+    /// Submit the buffers still queued; when all are, run `tq_disk` and wait.
+    fn osync_drain(&mut self, pi: u32, now: Instant) -> bool {
+        let task = TaskId(pi);
+        while let Some(mut bio) = self.tasks.get_mut(task).pending.pop_front() {
+            bio.submitted_at = now;
+            let r = self
+                .queue
+                .submit_bio(now, bio, &mut self.tracer, &mut self.out);
+            if r == Submit::Sleeping {
+                self.tasks.block(task, Blocked::OnRequest);
+                return true;
+            }
+        }
+        self.unplug(task, now);
+        if matches!(
+            self.procs[pi as usize].osync24,
+            Osync24::Waiting { inflight: 0, .. }
+        ) {
+            // Completed while it was submitting: go on at once.
+            return self.osync_before_dio(pi, now);
+        }
+        self.tasks.block(task, Blocked::OnBuffer);
+        true
+    }
+
+    /// After a 2.4 direct write to a file (`generic_file_write`'s `o_direct`
+    /// branch): `invalidate_inode_pages2(mapping)` over the whole mapping,
+    /// not the range written (seed 004: with the range, the rewrite test's CPU
+    /// went to 30%). No page is mapped by a process here, so every page goes
+    /// (`truncate_complete_page`); none is dirty or locked, as the flush
+    /// before the I/O left none (`osync_before_dio` refuses the rest).
+    pub(crate) fn after_direct_io24(&mut self, pi: u32, dir: crate::workload::Dir) {
+        let p = &self.procs[pi as usize];
+        let write = dir == crate::workload::Dir::Write;
+        let v24 = self.cfg.tunables.profile() == iostack_core::Profile::V2_4;
+        if !write || !v24 || !matches!(p.backing, Backing::File(_)) {
+            return;
+        }
+        let map = p.map;
+        self.vm.invalidate_mapping_pages(map, 0, u64::MAX);
+    }
+
+    /// `end_buffer_io_sync`: one of the buffers completed; the last wakes the
+    /// waiter.
+    pub(crate) fn osync_bio_done(&mut self, task: TaskId, now: Instant) {
+        let pi = self.proc_of(task);
+        let p = &mut self.procs[pi as usize];
+        let Osync24::Waiting { inflight, .. } = &mut p.osync24 else {
+            panic!("a synchronous buffer completed for a process not waiting on one");
+        };
+        *inflight -= 1;
+        if *inflight == 0 && self.tasks.blocked(task) == Blocked::OnBuffer {
+            self.wake_task(task, now);
+        }
+    }
+}
