@@ -199,7 +199,11 @@ impl JobLogs {
             path,
             part,
             out: BufWriter::new(file),
-            avg_msec: u64::from(l.avg_msec),
+            avg_msec: u64::from(match kind {
+                Kind::Bw => l.bw_avg,
+                Kind::Iops => l.iops_avg,
+                _ => l.avg_msec,
+            }),
             offset: l.offset,
             prio: u32::from(l.prio_rt),
             window: Default::default(),
@@ -212,8 +216,8 @@ impl JobLogs {
     pub fn per_io(m: &JobMeta) -> [bool; 2] {
         let l = &m.logs;
         [
-            l.bw.is_some() && l.avg_msec == 0,
-            l.iops.is_some() && l.avg_msec == 0,
+            l.bw.is_some() && l.bw_avg == 0,
+            l.iops.is_some() && l.iops_avg == 0,
         ]
     }
 
@@ -250,9 +254,8 @@ impl JobLogs {
         for e in entries {
             for i in 0..self.logs.len() {
                 let l = &mut self.logs[i];
-                let val = match l.kind {
-                    Kind::Bw if l.avg_msec > 0 => e.bw,
-                    Kind::Iops if l.avg_msec > 0 => e.iops,
+                let val = match (l.kind, e.bw, e.iops) {
+                    (Kind::Bw, Some(v), _) | (Kind::Iops, _, Some(v)) if l.avg_msec > 0 => v,
                     _ => continue,
                 };
                 // __add_stat_to_log logs an averaged entry with bs 0.

@@ -56,13 +56,23 @@ fn job_stats(m: &JobMeta) -> JobStats {
     if m.unit_bits {
         j.unit_base = iostack_report::fio::UnitBase::Bits;
     }
-    j.sampler.per_io = JobLogs::per_io(m);
+    let per_io = JobLogs::per_io(m);
     let l = &m.logs;
-    if l.avg_msec > 0 && (l.bw.is_some() || l.iops.is_some()) {
-        // init.c: without bw_avg_time/iops_avg_time, the log's averaging
-        // time is the statistics' window too.
-        j.sampler = RateSampler::new(u64::from(l.avg_msec));
-        j.sampler.keep = true;
+    let keep = (l.bw.is_some() && l.bw_avg > 0) || (l.iops.is_some() && l.iops_avg > 0);
+    let sampler = |avg: u32, skip: [bool; 2]| {
+        let mut s = RateSampler::new(u64::from(avg));
+        s.per_io = per_io;
+        s.skip = skip;
+        s.keep = keep;
+        s
+    };
+    // init.c add_job: each statistic's window (bwavgtime, iopsavgtime, or the
+    // log's log_avg_msec); two samplers when they differ.
+    if m.bw_avg_msec == m.iops_avg_msec {
+        j.sampler = sampler(m.bw_avg_msec, [false; 2]);
+    } else {
+        j.sampler = sampler(m.bw_avg_msec, [false, true]);
+        j.iops_sampler = Some(sampler(m.iops_avg_msec, [true, false]));
     }
     j
 }
@@ -165,6 +175,9 @@ impl IoObserver for FioObserver {
                 at_ms: io.at_ns / 1_000_000,
             });
             l.windows(&j.sampler.take_committed());
+            if let Some(s) = &mut j.iops_sampler {
+                l.windows(&s.take_committed());
+            }
         }
     }
 
@@ -228,6 +241,9 @@ pub fn build(
         j.finish_sampling(run_ns);
         if let Some(Some(l)) = obs.logs.get_mut(i) {
             l.windows(&j.sampler.take_committed());
+            if let Some(s) = &mut j.iops_sampler {
+                l.windows(&s.take_committed());
+            }
         }
         if let Some(bytes) = p.laid_out {
             layouts.push(LayoutLine {

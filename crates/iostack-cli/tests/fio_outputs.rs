@@ -351,5 +351,22 @@ fn report_options_change_the_report_as_fio() {
         .find(|l| l.starts_with("  read: IOPS="))
         .unwrap();
     assert!(read.contains("ibit/s ("), "{read}");
+    // bwavgtime/iopsavgtime: the windows of the bw and iops samples (a 1 s
+    // job: 2 samples of 500 ms by default, 10 of 100 ms, 5 of 200 ms).
+    let samples = |extra: &str, what: &str| -> u64 {
+        let job = format!("[j]\nfilename=/mnt/test/a\nsize=1m\nrw=randread\n{extra}");
+        std::fs::write(d.join("s.fio"), job).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&iostack(&d, &["run", "s.fio", "--output-format", "json"]))
+                .unwrap();
+        v["jobs"][0]["read"][what].as_u64().unwrap()
+    };
+    let (bw0, iops0) = (samples("", "bw_samples"), samples("", "iops_samples"));
+    let two = "bwavgtime=100\niopsavgtime=200\n";
+    let (bw, iops) = (samples(two, "bw_samples"), samples(two, "iops_samples"));
+    assert!(
+        bw >= 4 * bw0 && iops >= 2 * iops0 && bw > iops,
+        "{bw0} {iops0} {bw} {iops}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

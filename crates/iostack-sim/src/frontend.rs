@@ -145,6 +145,11 @@ pub struct JobMeta {
     pub percentile_precision: u32,
     /// `unit_base=1`: bandwidth in bits.
     pub unit_bits: bool,
+    /// Windows of the report's bandwidth and IOPS samples, ms (fio's
+    /// `bw_avg_time`/`iops_avg_time` after `add_job`: the log's
+    /// `log_avg_msec` when a log is written and the option is not set).
+    pub bw_avg_msec: u32,
+    pub iops_avg_msec: u32,
     pub logs: LogMeta,
 }
 
@@ -157,6 +162,10 @@ pub struct LogMeta {
     pub iops: Option<String>,
     /// `log_avg_msec` (0: one entry per I/O).
     pub avg_msec: u32,
+    /// The bandwidth and IOPS logs' own averaging (`min(log_avg_msec,
+    /// bwavgtime)` when `bwavgtime` is set; 0: one entry per I/O).
+    pub bw_avg: u32,
+    pub iops_avg: u32,
     pub per_job: bool,
     /// `log_offset`.
     pub offset: bool,
@@ -164,6 +173,16 @@ pub struct LogMeta {
     pub disable: [bool; 3],
     /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
     pub prio_rt: bool,
+}
+
+/// fio's `add_job`: a statistic's window is its option when set, else the
+/// log's `log_avg_msec` when the log is written, else fio's 500 ms.
+fn stat_window(logged: bool, set: Option<u32>, log_avg: u32) -> u32 {
+    match (set, logged) {
+        (Some(t), _) => t,
+        (None, true) => log_avg,
+        (None, false) => 500,
+    }
 }
 
 /// fio's `make_log_name`: the option's value, or the job name if empty.
@@ -205,11 +224,19 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
         percentile_list: j.percentile_list.clone(),
         percentile_precision: j.percentile_precision,
         unit_bits: j.unit_base == 1,
+        bw_avg_msec: stat_window(j.write_bw_log.is_some(), j.bw_avg_time, j.log_avg_msec),
+        iops_avg_msec: stat_window(j.write_iops_log.is_some(), j.iops_avg_time, j.log_avg_msec),
         logs: LogMeta {
             bw: log_prefix(&j.write_bw_log, &j.name),
             lat: log_prefix(&j.write_lat_log, &j.name),
             iops: log_prefix(&j.write_iops_log, &j.name),
             avg_msec: j.log_avg_msec,
+            bw_avg: j
+                .bw_avg_time
+                .map_or(j.log_avg_msec, |t| t.min(j.log_avg_msec)),
+            iops_avg: j
+                .iops_avg_time
+                .map_or(j.log_avg_msec, |t| t.min(j.log_avg_msec)),
             per_job: j.per_job_logs,
             offset: j.log_offset,
             disable: [j.disable_lat, j.disable_clat, j.disable_slat],

@@ -541,6 +541,10 @@ pub struct JobSpec {
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
     pub per_job_logs: bool,
+    /// `bwavgtime=` and `iopsavgtime=` when set (fio's default window is 500 ms).
+    pub bw_avg_time: Option<u32>,
+    /// `iopsavgtime=` when set.
+    pub iops_avg_time: Option<u32>,
     /// `log_offset`: logs carry each I/O's offset.
     pub log_offset: bool,
     /// `bs_is_seq_rand`.
@@ -886,6 +890,14 @@ pub(crate) fn build_job(
         write_iops_log: log("write_iops_log", "iops_log_file"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
+        bw_avg_time: st
+            .set
+            .contains("bwavgtime")
+            .then(|| u32c(st.int("bw_avg_time"))),
+        iops_avg_time: st
+            .set
+            .contains("iopsavgtime")
+            .then(|| u32c(st.int("iops_avg_time"))),
         log_offset: st.flag("log_offset"),
         bs_is_seq_rand: st.flag("bs_is_seq_rand"),
         sig_figs: u32c(st.int("sig_figs")),

@@ -108,6 +108,9 @@ pub struct RateSampler {
     /// `per_unit_log`: `add_bw_sample`/`add_iops_sample` at each completion,
     /// and `calc_log_samples` skips that statistic).
     pub per_io: [bool; 2],
+    /// Bandwidth, IOPS: not sampled by this sampler (another one, with its
+    /// own window, does).
+    pub skip: [bool; 2],
     /// Keep the committed window samples in `committed` for a log writer.
     pub keep: bool,
     committed: Vec<RateEntry>,
@@ -119,8 +122,9 @@ pub struct RateSampler {
 pub struct RateEntry {
     pub end_ms: u64,
     pub ddir: Ddir,
-    pub bw: u64,
-    pub iops: u64,
+    /// `None` for a statistic this sampler skips.
+    pub bw: Option<u64>,
+    pub iops: Option<u64>,
 }
 
 impl Default for RateSampler {
@@ -138,6 +142,7 @@ impl RateSampler {
             ios: [0; 3],
             pending: None,
             per_io: [false; 2],
+            skip: [false; 2],
             keep: false,
             committed: Vec::new(),
         }
@@ -155,11 +160,15 @@ impl RateSampler {
             }
             // fio: rate = delta * 1000 / spent / 1024 (KiB/s); iops = delta * 1000 / spent.
             let (bw, iops) = (bytes[d] * 1000 / avg / 1024, ios[d] * 1000 / avg);
-            if !self.per_io[0] {
-                dirs[d].bw.add_sample(bw);
+            let (bw, iops) = (
+                (!self.skip[0]).then_some(bw),
+                (!self.skip[1]).then_some(iops),
+            );
+            if let (Some(v), false) = (bw, self.per_io[0]) {
+                dirs[d].bw.add_sample(v);
             }
-            if !self.per_io[1] {
-                dirs[d].iops.add_sample(iops);
+            if let (Some(v), false) = (iops, self.per_io[1]) {
+                dirs[d].iops.add_sample(v);
             }
             if self.keep {
                 self.committed.push(RateEntry {
@@ -292,6 +301,9 @@ pub struct JobStats {
     pub sig_figs: u32,
     /// Bandwidth/IOPS windowing state.
     pub sampler: RateSampler,
+    /// IOPS windows when they differ from the bandwidth's (`iopsavgtime` vs
+    /// `bwavgtime`); the main sampler then skips IOPS and this one bandwidth.
+    pub iops_sampler: Option<RateSampler>,
 }
 
 impl Default for JobStats {
@@ -348,6 +360,7 @@ impl JobStats {
             unit_base: UnitBase::Bytes,
             sig_figs: 4,
             sampler: RateSampler::default(),
+            iops_sampler: None,
         }
     }
 
@@ -380,6 +393,10 @@ impl JobStats {
             io.issue_ns.saturating_add(io.clat_ns),
             &mut self.dirs,
         );
+        if let Some(s) = &mut self.iops_sampler {
+            let t = io.issue_ns.saturating_add(io.clat_ns);
+            s.add(io.ddir, io.bytes, t, &mut self.dirs);
+        }
         let d = &mut self.dirs[io.ddir as usize];
         if self.sampler.per_io[0] {
             d.bw.add_sample(per_io_bw(io.bytes, io.clat_ns));
@@ -464,6 +481,9 @@ impl JobStats {
         let mut s = std::mem::take(&mut self.sampler);
         s.finish(end_ns, &mut self.dirs);
         self.sampler = s;
+        if let Some(s) = &mut self.iops_sampler {
+            s.finish(end_ns, &mut self.dirs);
+        }
     }
 
     /// Sum of read/write/trim issued I/Os (fio's `ddir_rw_sum(total_io_u)`).

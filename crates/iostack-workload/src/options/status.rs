@@ -373,8 +373,8 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("log_alternate_epoch", No(NOT_YET), ""),
     ("log_alternate_epoch_clock_id", No(NOT_YET), ""),
     ("block_error_percentiles", Out, "report only"),
-    ("bwavgtime", Out, "report only"),
-    ("iopsavgtime", Out, "report only"),
+    ("bwavgtime", Out, "window of the report's bw samples"),
+    ("iopsavgtime", Out, "window of the report's iops samples"),
     ("group_reporting", Out, "report only"),
     ("stats", Out, "report only"),
     (
