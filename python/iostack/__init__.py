@@ -22,11 +22,18 @@ from ._iostack import (  # noqa: F401
     __version__,
 )
 from ._run import Result, keyword_of, run, tunables
-from ._sweep import sweep
+from ._sweep import sweep, sweep_file
+from ._tools import ToolResult, bonnie, dd, fs_mark, iozone
 
 __all__ = [
     "run",
     "sweep",
+    "sweep_file",
+    "dd",
+    "iozone",
+    "fs_mark",
+    "bonnie",
+    "ToolResult",
     "tunables",
     "keyword_of",
     "Result",

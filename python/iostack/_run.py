@@ -115,8 +115,7 @@ def run(
     `ftrace=FILE`. Errors raise `IostackError` subclasses
     carrying the command line's message and `file`, `line`, `option`.
     """
-    out = _iostack.run_fio(
-        _jobs(job),
+    args = dict(
         machine=machine,
         kernel=kernel,
         sched=sched,
@@ -124,17 +123,22 @@ def run(
         sets=_sets(tunables, kw),
         until=until,
         layouts=list(layout),
+    )
+    out = _iostack.run_fio(
+        _jobs(job),
         requests=requests,
         traces=tuple(None if t is None else os.fspath(t) for t in (blktrace, blkparse, ftrace)),
+        **args,
     )
-    return Result(out)
+    return Result(out, (_jobs(job), args))
 
 
 class Result:
     """A finished run."""
 
-    def __init__(self, out):
+    def __init__(self, out, inputs=None):
         self._out = out
+        self._inputs = inputs
         self.report: dict = json.loads(out.json)
         self.seed: int = out.seed
         self.config_hash: int = out.config_hash
@@ -146,6 +150,56 @@ class Result:
         import pandas as pd
 
         return pd.json_normalize(self.report["jobs"])
+
+    @property
+    def jobs(self):
+        """fio's per-job figures as a DataFrame (`summary()`)."""
+        return self.summary()
+
+    def latency(self, percentiles=None):
+        """Per-request latency (one row per dispatched request, in dispatch
+        order): `rwbs`, `sector`, `bytes`, `pid`, `comm` and, in ns, `q2c_ns`
+        (first bio queued to completion), `d2c_ns` (at the device: dispatch
+        to completion, btt's D2C), `q2d_ns` (before the device). With
+        `percentiles` (e.g. `[50, 99, 99.9]`), those percentiles of the three
+        per direction (`R`, `W`; the value of a request, no interpolation)."""
+        df = self.requests()
+        lat = df[["rwbs", "sector", "bytes", "pid", "comm"]].copy()
+        lat["q2c_ns"] = df["c_ns"] - df["q_ns"]
+        lat["d2c_ns"] = df["c_ns"] - df["d_ns"]
+        lat["q2d_ns"] = df["d_ns"] - df["q_ns"]
+        if percentiles is None:
+            return lat
+        lat["dir"] = lat["rwbs"].str.contains("W").map({True: "W", False: "R"})
+        cols = ["q2c_ns", "d2c_ns", "q2d_ns"]
+        qs = [p / 100 for p in percentiles]
+        out = lat.dropna(subset=cols).astype({c: "int64" for c in cols})
+        out = out.groupby("dir")[cols].quantile(qs, interpolation="lower")
+        out.index = out.index.set_names(["dir", "percentile"])
+        return out.rename(index=lambda q: round(q * 100, 6), level="percentile")
+
+    def blktrace(self, path=None):
+        """The run's blktrace files (`PREFIX.blktrace.N`, what blkparse, btt
+        and iowatcher read), made by running the same inputs again with
+        `blktrace=PREFIX` (a run is a pure function of its inputs): with
+        `path`, the files are written with that prefix and their paths
+        returned; without, a dict of file name to bytes."""
+        import glob
+        import tempfile
+
+        if self._inputs is None:
+            raise ValueError("this result has no inputs to run again")
+        jobs, args = self._inputs
+
+        def write(prefix: str) -> list[str]:
+            _iostack.run_fio(jobs, requests=False, traces=(prefix, None, None), **args)
+            return sorted(glob.glob(glob.escape(prefix) + ".blktrace.*"))
+
+        if path is not None:
+            return write(os.fspath(path))
+        with tempfile.TemporaryDirectory() as d:
+            files = write(os.path.join(d, "trace"))
+            return {os.path.basename(f): open(f, "rb").read() for f in files}
 
     def report_text(self) -> str:
         """fio's normal output for the run."""

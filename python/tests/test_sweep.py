@@ -1,11 +1,15 @@
 """A 64-point sweep on the local backend and on a local Ray cluster: the same
 Parquet content; DuckDB reads it."""
 
+import os
+import sys
+
 import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 import iostack
+from conftest import cli
 
 JOB = """[j]
 ioengine=libaio
@@ -56,16 +60,80 @@ def test_local_sweep_in_duckdb(local):
     assert io == [(256 * 1024,)]
 
 
-def test_ray_sweep_is_identical(local, tmp_path):
+GRID_TOML = """# the grid of GRID as a grid file
+job = "j.fio"
+machine = "null"
+
+[grid]
+kernel = ["2.6.32", "2.6.36"]
+sched = ["noop", "deadline"]
+"queue/nr_requests" = [4, 8, 16, 32]
+seed = [1, 2, 3, 4]
+"""
+
+
+@pytest.fixture(scope="module")
+def grid_file(tmp_path_factory):
+    d = tmp_path_factory.mktemp("grid")
+    (d / "j.fio").write_text(JOB)
+    (d / "grid.toml").write_text(GRID_TOML)
+    return d / "grid.toml"
+
+
+@pytest.fixture(scope="module")
+def cli_sweep(iostack_bin, grid_file):
+    """`iostack sweep grid.toml --out DIR --duckdb FILE` on the command line."""
+    d = grid_file.parent / "cli"
+    env = dict(os.environ, IOSTACK_PYTHON=sys.executable)
+    import subprocess
+
+    p = subprocess.run([str(iostack_bin), "sweep", str(grid_file), "--out", str(d),
+                        "--duckdb", str(d / "results.duckdb")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def test_command_line_sweep_equals_python(cli_sweep, local):
+    # The same grid as a file on the command line and as a dict in Python.
+    assert pq.read_table(cli_sweep / "jobs.parquet").equals(pq.read_table(local))
+    con = duckdb.connect(str(cli_sweep / "results.duckdb"), read_only=True)
+    got = con.execute(
+        "select count(*), count(distinct point) from jobs where metric = 'read.iops'"
+    ).fetchone()
+    assert got == (64, 64)
+
+
+def test_ray_sweep_is_identical(local, grid_file, cli_sweep, tmp_path):
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         out = tmp_path / "ray.parquet"
         iostack.sweep(GRID, {"job": JOB, "machine": "null"}, backend="ray", out=out)
+        # The grid file on Ray, as `iostack sweep GRID --ray ADDRESS` runs it.
+        from_file = iostack.sweep_file(grid_file, tmp_path / "file", backend="ray")
     finally:
         ray.shutdown()
     assert pq.read_table(out).equals(pq.read_table(local))
     assert out.read_bytes() == local.read_bytes()
+    assert from_file.equals(pq.read_table(cli_sweep / "jobs.parquet"))
+
+
+def test_requests_and_duckdb(tmp_path):
+    grid = {"queue/nr_requests": [4, 32]}
+    db = tmp_path / "r.duckdb"
+    t = iostack.sweep(grid, {"job": JOB, "machine": "null"}, seeds=[1, 2],
+                      requests_out=tmp_path / "req.parquet", duckdb=db)
+    assert t.column("seed").to_pylist()[:2] == [1, 1]
+    req = pq.read_table(tmp_path / "req.parquet")
+    # 256 KiB in 4 KiB reads: 64 requests per point, four points.
+    assert req.num_rows == 4 * 64
+    assert req.column_names[0] == "point"
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute(
+        "select count(*) from requests r join jobs j using (point) "
+        "where j.metric = 'read.iops'"
+    ).fetchone() == (256,)
 
 
 def test_points_are_independent(local):

@@ -892,6 +892,7 @@ mod tests {
             queue_depth: depth,
             capacity_sectors: 1 << 24,
             rotational: true,
+            write_cache: false,
             limits: HwLimits {
                 max_hw_sectors: 256,
                 max_segments: 128,

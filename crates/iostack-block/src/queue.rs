@@ -166,6 +166,10 @@ pub struct BlockOut {
     /// Sleeping submitters that got their request and may continue.
     pub woken: Vec<TaskId>,
     pub events: Vec<(Instant, QueueEvent)>,
+    /// CPU time the calling context spent in the scheduler's hooks,
+    /// spinning on its lock included (blk-mq schedulers' `SchedCost`); the
+    /// host charges it to the task that made the call.
+    pub cpu_ns: u64,
 }
 
 /// A dispatched request counts as a seek when it starts more than this many
@@ -206,6 +210,9 @@ pub struct QueueStats {
     pub write_merges: u64,
     pub read_ticks_ns: u64,
     pub write_ticks_ns: u64,
+    /// CPU time in blk-mq scheduler hooks, spinning on the scheduler's lock
+    /// included, in every context (tasks, kblockd, interrupts).
+    pub sched_cpu_ns: u64,
 }
 
 /// Per-process `struct io_context` batching state (`ioc_batching`).

@@ -134,3 +134,20 @@ pub fn tunable_table(kernel: &str) -> Result<Vec<(String, String, String, String
         })
         .collect())
 }
+
+/// Run the command-line front end `tool` (dd, iozone, fs_mark or bonnie) with
+/// its arguments `argv` (the tool's own and iostack's `--` options), as `iostack
+/// TOOL ARGV...` does; its standard output and error. A command that fails is
+/// an error, as it is for the command line.
+pub fn tool(tool: &str, argv: &[String]) -> Result<(String, String)> {
+    if !["dd", "iozone", "fs_mark", "bonnie"].contains(&tool) {
+        return Err(format!("{tool}: not a front end (dd, iozone, fs_mark, bonnie)").into());
+    }
+    let mut all = vec![tool.to_string()];
+    all.extend(argv.iter().cloned());
+    let (code, out, err) = crate::out::capture(|| commands::dispatch(&all));
+    if code? != std::process::ExitCode::SUCCESS {
+        return Err(CliError::Usage(format!("{tool}: {}", err.trim_end())));
+    }
+    Ok((out, err))
+}

@@ -48,9 +48,9 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         long: "output-format",
-        takes: Takes::Value("normal|json|old"),
+        takes: Takes::Value("normal|json|json+|old"),
         repeat: false,
-        doc: "fio report format; old is fio's pre-2.17 format with aggrb=",
+        doc: "fio report format; json+ adds the latency histograms (clat_ns bins); old is fio's pre-2.17 format with aggrb=",
     },
     Flag {
         long: "blktrace",
@@ -103,6 +103,30 @@ pub const FLAGS: &[Flag] = &[
               refused with the reason (docs/fio-options.md)",
     },
     Flag {
+        long: "iodepth",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "replay: I/Os in flight (default: the depth fio probes from the trace)",
+    },
+    Flag {
+        long: "no-stall",
+        takes: Takes::Nothing,
+        repeat: false,
+        doc: "replay: no delays between the trace's I/Os (fio's replay_no_stall=1)",
+    },
+    Flag {
+        long: "time-scale",
+        takes: Takes::Value("PCT"),
+        repeat: false,
+        doc: "replay: delays times 100 / PCT (fio's replay_time_scale; default 100)",
+    },
+    Flag {
+        long: "redirect",
+        takes: Takes::Value("PATH"),
+        repeat: false,
+        doc: "replay: send every I/O to this device or file (default: the machine's whole disk)",
+    },
+    Flag {
         long: "json",
         takes: Takes::Nothing,
         repeat: false,
@@ -118,14 +142,46 @@ pub const FLAGS: &[Flag] = &[
         long: "html",
         takes: Takes::Value("FILE"),
         repeat: false,
-        doc: "reproduce: also write a self-contained HTML page with one plot per experiment \
-              (published vs simulated, per variant and metric)",
+        doc: "reproduce, report: write a self-contained HTML page of plots (Vega-Lite, \
+              embedded: no network needed to open it)",
     },
     Flag {
         long: "experiments",
         takes: Takes::Value("DIR"),
         repeat: false,
         doc: "reproduce: read experiment files from DIR instead of the built-in set",
+    },
+    Flag {
+        long: "out",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "sweep: write DIR/jobs.parquet (and the journal DIR/points.jsonl)",
+    },
+    Flag {
+        long: "workers",
+        takes: Takes::Value("N"),
+        repeat: false,
+        doc: "sweep: run N points at once (default: one per CPU)",
+    },
+    Flag {
+        long: "sweep",
+        takes: Takes::Value("DIR"),
+        repeat: false,
+        doc: "report: plot the sweep in DIR/jobs.parquet (each metric against each parameter)",
+    },
+    Flag {
+        long: "ray",
+        takes: Takes::Value("ADDRESS"),
+        repeat: false,
+        doc: "sweep: run the points on the Ray cluster at ADDRESS (through the Python \
+              package: `python3 -m iostack sweep`, $IOSTACK_PYTHON to choose the interpreter)",
+    },
+    Flag {
+        long: "duckdb",
+        takes: Takes::Value("FILE"),
+        repeat: false,
+        doc: "sweep: also load the table into the DuckDB database FILE as table `jobs` \
+              (with Python's duckdb package)",
     },
     Flag {
         long: "until",

@@ -51,6 +51,26 @@ pub const RUN_FLAGS: &[&str] = &[
     "help",
     "help-options",
 ];
+/// `iostack replay` takes the common flags and the replay ones.
+pub const REPLAY_FLAGS: &[&str] = &[
+    "machine",
+    "kernel",
+    "sched",
+    "set",
+    "seed",
+    "output-format",
+    "blktrace",
+    "ftrace",
+    "blkparse",
+    "check",
+    "until",
+    "layout",
+    "iodepth",
+    "no-stall",
+    "time-scale",
+    "redirect",
+    "help",
+];
 const REPRODUCE: &[&str] = &[
     "seed",
     "json",
@@ -84,6 +104,14 @@ const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
         "seed-004.toml",
         include_str!("../../../experiments/seed-004.toml"),
     ),
+    (
+        "sched-2024.toml",
+        include_str!("../../../experiments/sched-2024.toml"),
+    ),
+    (
+        "sched-2024-writer.toml",
+        include_str!("../../../experiments/sched-2024-writer.toml"),
+    ),
 ];
 
 /// Job files the built-in experiments refer to.
@@ -96,6 +124,14 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         "experiments/seed-001.fio",
         include_str!("../../../experiments/seed-001.fio"),
     ),
+    (
+        "experiments/sched-2024.fio",
+        include_str!("../../../experiments/sched-2024.fio"),
+    ),
+    (
+        "experiments/sched-2024-writer.fio",
+        include_str!("../../../experiments/sched-2024-writer.fio"),
+    ),
 ];
 
 fn usage() -> String {
@@ -104,7 +140,10 @@ fn usage() -> String {
          usage:\n  iostack run JOB.fio [options]\n  iostack dd OPERAND... [options]\n  \
          iostack iozone IOZONE-OPTION... [options]\n  iostack fs_mark FS_MARK-OPTION... [options]\n  \
          iostack bonnie BONNIE-OPTION... [options]\n  \
-         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N]\n  \
+         iostack replay TRACE [--iodepth N] [--no-stall] [--time-scale PCT] [--redirect DEV] [options]\n  \
+         iostack sweep GRID.toml --out DIR [--workers N]\n  \
+         iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N] [--html FILE] [--check]\n  \
+         iostack report JOB.fio [options] --html FILE | --sweep DIR --html FILE\n  \
          iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
         args::help(COMMON)
     )
@@ -120,6 +159,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
     match cmd.as_str() {
         "run" => run_fio(&args::parse(rest, RUN_FLAGS).map_err(ae)?),
         "dd" => run_dd(&args::parse(rest, COMMON).map_err(ae)?),
+        "replay" => run_replay(&args::parse(rest, REPLAY_FLAGS).map_err(ae)?),
         "iozone" => {
             crate::tools::run_iozone(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
@@ -129,6 +169,10 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         "bonnie" => {
             crate::tools::run_bonnie(&args::parse(rest, crate::tools::TOOL_FLAGS).map_err(ae)?)
         }
+        "sweep" => {
+            crate::sweep::command(&args::parse(rest, crate::sweep::SWEEP_FLAGS).map_err(ae)?)
+        }
+        "report" => crate::report::command(rest),
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
         "help" | "--help" | "-h" => {
@@ -409,12 +453,16 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     for job in jobs {
         let mut env = iostack_sim::frontend::fio_env(&m, std::env::vars().collect());
         env.cwd = std::env::current_dir().map_err(|e| CliError::io(".", e))?;
-        let jf = match job {
-            JobSource::Path(path) => iostack_workload::parse_job_file(path, &env),
-            JobSource::Text { name, text } => iostack_workload::parse_job_str(text, name, &env),
+        let parsed = match job {
+            JobSource::Path(path) => iostack_workload::parse_job_file_all(path, &env),
+            JobSource::Text { name, text } => {
+                iostack_workload::parse_job_bytes_all(text.as_bytes(), name, &env)
+            }
         }
         .map_err(SimError::from)?;
-        let mut f = iostack_sim::frontend::fio_procs(&jf, &m)?;
+        // Every problem of the file at once: parse errors and refusals.
+        let jf = iostack_sim::frontend::all_problems(parsed).map_err(SimError::from)?;
+        let mut f = iostack_sim::frontend::fio_procs_loading(&jf, &m, &read_log)?;
         // Job files given together are separated by an implicit stonewall, and
         // each starts new reporting groups after the previous file's.
         let base = meta
@@ -440,6 +488,68 @@ pub fn fio_config(p: &Parsed, jobs: &[JobSource]) -> Result<(SimConfig, Report)>
     }
     let cfg = config_of(p, procs, m)?;
     Ok((cfg, Report::Fio { meta, globals }))
+}
+
+/// A replay log by name (fio's `read_iolog`): the file, or the per-CPU files
+/// `NAME.blktrace.0`, `.1`, ... of a blktrace (what `--blktrace NAME` and
+/// `blktrace -o NAME` write).
+pub fn read_log(name: &str) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
+    if Path::new(name).is_file() {
+        return Ok(vec![read(name)?]);
+    }
+    let mut parts = Vec::new();
+    while Path::new(&format!("{name}.blktrace.{}", parts.len())).is_file() {
+        parts.push(read(&format!("{name}.blktrace.{}", parts.len()))?);
+    }
+    if parts.is_empty() {
+        return Err(format!(
+            "{name}: No such file (nor {name}.blktrace.0, the per-CPU files of a blktrace)"
+        ));
+    }
+    Ok(parts)
+}
+
+/// `iostack replay TRACE`: fio's replay of a blktrace or iolog
+/// (`--read_iolog=TRACE --replay_redirect=/dev/DISK --ioengine=libaio
+/// --direct=1`, iodepth as fio probes it), as btreplay sends a trace back to
+/// a device.
+fn run_replay(p: &Parsed) -> Result<ExitCode> {
+    let usage = format!(
+        "usage: iostack replay TRACE [options]\n  TRACE: a blktrace (one file, or the \
+         prefix of the per-CPU files PREFIX.blktrace.N) or a fio iolog (v2, v3)\n{}",
+        args::help(REPLAY_FLAGS)
+    );
+    if p.has("help") {
+        out::stdout(&usage)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let [trace] = p.positional.as_slice() else {
+        out::stderr(&usage);
+        return Ok(ExitCode::from(2));
+    };
+    let m = machine_of(p, "sata-2009")?;
+    let redirect = p
+        .get("redirect")
+        .map_or_else(|| format!("/dev/{}", m.disk_name), str::to_string);
+    let mut text = format!(
+        "[replay]\nread_iolog={trace}\nreplay_redirect={redirect}\nioengine=libaio\ndirect=1\n"
+    );
+    if let Some(d) = p.get("iodepth") {
+        text.push_str(&format!("iodepth={d}\n"));
+    }
+    if p.has("no-stall") {
+        text.push_str("replay_no_stall=1\n");
+    }
+    if let Some(s) = p.get("time-scale") {
+        text.push_str(&format!("replay_time_scale={s}\n"));
+    }
+    let job = JobSource::Text {
+        name: "replay".into(),
+        text,
+    };
+    let (cfg, report) = fio_config(p, &[job])?;
+    simulate_and_report(p, cfg, report)
 }
 
 fn run_dd(p: &Parsed) -> Result<ExitCode> {
@@ -492,8 +602,8 @@ pub struct Simulated {
 /// The `--output-format` asked for, checked.
 pub fn output_format(p: &Parsed) -> Result<String> {
     let fmt = p.get("output-format").unwrap_or("normal").to_string();
-    if !["normal", "json", "old"].contains(&fmt.as_str()) {
-        return Err(format!("--output-format: unknown format '{fmt}' (normal, json, old)").into());
+    if !crate::fio_out::FORMATS.contains(&fmt.as_str()) {
+        return Err(crate::fio_out::unknown_format(&fmt).into());
     }
     Ok(fmt)
 }
@@ -512,7 +622,7 @@ pub fn simulate(
     let fs_name = cfg.machine.fs.name().to_string();
     let mut sim = Simulation::new(cfg)?;
     if let Report::Fio { meta, .. } = report {
-        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)));
+        sim.observe(Box::new(crate::fio_out::FioObserver::new(meta)?));
     }
     if p.has("check") {
         sim.attach(Box::new(iostack_sim::check::Checker::new(true)));
@@ -550,17 +660,12 @@ pub fn fio_report(
     globals: Vec<(String, String)>,
 ) -> Result<iostack_report::fio::FioReport> {
     let any: Box<dyn Any> = s.observer.take().ok_or("fio report made twice")?;
-    let obs = any
+    let mut obs = any
         .downcast::<crate::fio_out::FioObserver>()
         .map_err(|_| "not a fio run")?;
-    Ok(crate::fio_out::build(
-        &s.result,
-        *obs,
-        globals,
-        &s.disk_name,
-        s.seed,
-        s.hash,
-    ))
+    let r = crate::fio_out::build(&s.result, &mut obs, globals, &s.disk_name, s.seed, s.hash);
+    obs.finish_logs(&s.result)?;
+    Ok(r)
 }
 
 fn simulate_and_report(p: &Parsed, cfg: SimConfig, report: Report) -> Result<ExitCode> {

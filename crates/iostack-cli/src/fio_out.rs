@@ -1,14 +1,18 @@
 //! fio reports from a run: an `IoObserver` feeds fio's statistics per job as I/Os
 //! complete (constant memory), and the report crate renders them.
 
+use crate::fio_logs::{JobLogs, LogIo};
 use iostack_des::Seed;
 use iostack_report::fio::{
-    render_json, render_normal, render_old, DiskUtil, FioReport, IoSample, JobStats, Provenance,
+    render_json, render_json_plus, render_normal, render_old, DiskUtil, FioReport, IoSample,
+    JobStats, Provenance,
 };
+use iostack_report::fio::{JobHeader, LayoutLine, Preamble, RateSampler};
 use iostack_sim::frontend::JobMeta;
 use iostack_sim::stats::RunResult;
 use iostack_sim::workload::Dir;
 use iostack_sim::{IoEvent, IoObserver};
+use std::path::PathBuf;
 
 /// The fixed epoch printed as fio's timestamps (simulated runs have no wall clock):
 /// 2026-11-21 00:00:00 UTC.
@@ -17,30 +21,108 @@ pub const EPOCH_MS: u64 = 1_795_219_200_000;
 pub struct FioObserver {
     pub jobs: Vec<Option<JobStats>>,
     sync_engine: Vec<bool>,
+    /// The preamble's job lines and thread/process counts.
+    preamble: Preamble,
+    /// Each job's `write_*_log` files.
+    logs: Vec<Option<JobLogs>>,
+}
+
+fn header(m: &JobMeta) -> JobHeader {
+    JobHeader {
+        bs_min: m.min_bs,
+        bs_max: m.max_bs,
+        bs_is_seq_rand: m.bs_is_seq_rand,
+        clone_index: m.clone,
+        kb_base: m.kb_base,
+        sig_figs: m.sig_figs,
+        ..JobHeader::new(&m.name, m.group, &m.rw, 0, &m.ioengine, m.iodepth)
+    }
+}
+
+fn job_stats(m: &JobMeta) -> JobStats {
+    let mut j = JobStats::new(&m.name, m.group);
+    j.options = m.options.clone();
+    j.group_reporting = m.group_reporting;
+    j.latency_depth = m.iodepth;
+    j.kb_base = m.kb_base;
+    j.sig_figs = m.sig_figs;
+    j.clat_percentiles = m.clat_percentiles;
+    j.lat_percentiles = m.lat_percentiles;
+    j.slat_percentiles = m.slat_percentiles;
+    if !m.percentile_list.is_empty() {
+        j.percentile_list = m.percentile_list.clone();
+        j.percentile_precision = m.percentile_precision;
+    }
+    if m.unit_bits {
+        j.unit_base = iostack_report::fio::UnitBase::Bits;
+    }
+    j.sampler.per_io = JobLogs::per_io(m);
+    let l = &m.logs;
+    if l.avg_msec > 0 && (l.bw.is_some() || l.iops.is_some()) {
+        // init.c: without bw_avg_time/iops_avg_time, the log's averaging
+        // time is the statistics' window too.
+        j.sampler = RateSampler::new(u64::from(l.avg_msec));
+        j.sampler.keep = true;
+    }
+    j
 }
 
 impl FioObserver {
-    pub fn new(meta: &[Option<JobMeta>]) -> Self {
-        let jobs = meta
-            .iter()
-            .map(|m| {
-                m.as_ref().map(|m| {
-                    let mut j = JobStats::new(&m.name, m.group);
-                    j.options = m.options.clone();
-                    j.group_reporting = m.group_reporting;
-                    j.latency_depth = m.iodepth;
-                    j.kb_base = m.kb_base;
-                    j
-                })
-            })
-            .collect();
-        FioObserver {
-            jobs,
+    /// The observer of jobs `meta` (`None` for processes that are not fio
+    /// jobs); opens the jobs' log files.
+    pub fn new(meta: &[Option<JobMeta>]) -> Result<Self, String> {
+        let mut preamble = Preamble::default();
+        let mut logs = Vec::new();
+        let mut number = 0u32;
+        for m in meta {
+            let Some(m) = m else {
+                logs.push(None);
+                continue;
+            };
+            number += 1;
+            preamble.jobs.push(header(m));
+            if m.thread {
+                preamble.threads += 1;
+            } else {
+                preamble.processes += 1;
+            }
+            logs.push(JobLogs::open(m, number)?);
+        }
+        Ok(FioObserver {
+            jobs: meta.iter().map(|m| m.as_ref().map(job_stats)).collect(),
             sync_engine: meta
                 .iter()
                 .map(|m| m.as_ref().is_none_or(|m| m.sync_engine))
                 .collect(),
+            preamble,
+            logs,
+        })
+    }
+
+    /// Ends the logs: each job's last windows at its end, then the shared
+    /// files of `per_job_logs=0` in fio's order.
+    pub fn finish_logs(&mut self, result: &RunResult) -> Result<(), String> {
+        let mut unit = Vec::new();
+        let mut averaged = Vec::new();
+        for (i, l) in self.logs.iter_mut().enumerate() {
+            let (Some(l), Some(p)) = (l.take(), result.procs.get(i)) else {
+                continue;
+            };
+            let end = p.runtime().as_ns();
+            for (part, path, per_unit) in l.finish(end / 1_000_000)? {
+                if per_unit {
+                    unit.push((p.end, i, part, path));
+                } else {
+                    averaged.push((part, path));
+                }
+            }
         }
+        // Per-I/O logs are written as each job exits, the averaged ones after
+        // all jobs, in job order.
+        unit.sort_by_key(|u| (u.0, u.1));
+        let mut parts: Vec<(PathBuf, PathBuf)> = unit.into_iter().map(|u| (u.2, u.3)).collect();
+        parts.extend(averaged);
+        crate::fio_logs::append_parts(&parts)
     }
 }
 
@@ -72,6 +154,18 @@ impl IoObserver for FioObserver {
         });
         j.mark_submit(1);
         j.mark_complete(1);
+        if let Some(Some(l)) = self.logs.get_mut(i) {
+            l.io(&LogIo {
+                ddir,
+                bytes: io.bytes,
+                offset: io.offset,
+                slat_ns: slat,
+                clat_ns: clat,
+                lat_ns: io.lat_ns,
+                at_ms: io.at_ns / 1_000_000,
+            });
+            l.windows(&j.sampler.take_committed());
+        }
     }
 
     /// fio's sync io_u (`DDIR_SYNC`): its latency in the `sync` section, one
@@ -89,7 +183,7 @@ impl IoObserver for FioObserver {
 /// fio's report for `result` with the observer's statistics.
 pub fn build(
     result: &RunResult,
-    obs: FioObserver,
+    obs: &mut FioObserver,
     global_options: Vec<(String, String)>,
     disk_name: &str,
     seed: Seed,
@@ -106,7 +200,9 @@ pub fn build(
     if result.ending.is_truncated() {
         report.truncated = Some(result.ending.to_string());
     }
-    for (p, j) in result.procs.iter().zip(obs.jobs) {
+    let mut layouts = Vec::new();
+    let jobs = std::mem::take(&mut obs.jobs);
+    for (i, (p, j)) in result.procs.iter().zip(jobs).enumerate() {
         let Some(mut j) = j else { continue };
         let run_ns = p.runtime().as_ns();
         j.pid = p.pid;
@@ -130,8 +226,20 @@ pub fn build(
             j.verror = e.clone();
         }
         j.finish_sampling(run_ns);
+        if let Some(Some(l)) = obs.logs.get_mut(i) {
+            l.windows(&j.sampler.take_committed());
+        }
+        if let Some(bytes) = p.laid_out {
+            layouts.push(LayoutLine {
+                name: j.name.clone(),
+                files: 1,
+                extend_bytes: bytes,
+            });
+        }
         report.jobs.push(j);
     }
+    obs.preamble.layouts = layouts;
+    report.preamble = Some(std::mem::take(&mut obs.preamble));
     let q = &result.queue;
     let elapsed_ms = (result.end.as_ns() / 1_000_000).max(1);
     report.elapsed_sec = result.end.as_ns().div_ceil(1_000_000_000);
@@ -147,14 +255,24 @@ pub fn build(
     report
 }
 
+/// The `--output-format` values a fio run takes.
+pub const FORMATS: &[&str] = &["normal", "json", "json+", "old"];
+
+/// The error for a format not in [`FORMATS`].
+pub fn unknown_format(format: &str) -> String {
+    format!(
+        "--output-format: unknown format '{format}' ({})",
+        FORMATS.join(", ")
+    )
+}
+
 /// The report in fio's `--output-format` `format`.
 pub fn format(report: &FioReport, format: &str) -> Result<String, String> {
     match format {
         "normal" => Ok(render_normal(report)),
         "json" => Ok(render_json(report)),
+        "json+" => Ok(render_json_plus(report)),
         "old" => Ok(render_old(report)),
-        _ => Err(format!(
-            "--output-format: unknown format '{format}' (normal, json, old)"
-        )),
+        _ => Err(unknown_format(format)),
     }
 }

@@ -6,8 +6,14 @@
 pub mod api;
 pub mod args;
 pub mod commands;
+pub mod fio_logs;
 pub mod fio_out;
 pub mod html;
 pub mod out;
+pub mod plots;
+pub mod report;
+pub mod requests;
 pub mod sinks;
+pub mod sweep;
+pub mod sweep_parquet;
 mod tools;

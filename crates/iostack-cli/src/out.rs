@@ -59,8 +59,39 @@ impl CliError {
     }
 }
 
+std::thread_local! {
+    /// Standard output and error of the commands run by [`capture`] on this
+    /// thread.
+    static CAPTURE: std::cell::RefCell<Option<(String, String)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with what the commands write to standard output and error kept
+/// (on this thread) instead of written: a binding runs a command and gets the
+/// text the command line prints.
+pub fn capture<T>(f: impl FnOnce() -> T) -> (T, String, String) {
+    CAPTURE.with(|c| *c.borrow_mut() = Some((String::new(), String::new())));
+    let r = f();
+    let (o, e) = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (r, o, e)
+}
+
+/// Append to the capture of this thread; false when none is on.
+fn captured(text: &str, err: bool) -> bool {
+    CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some((o, e)) => {
+            if err { e } else { o }.push_str(text);
+            true
+        }
+        None => false,
+    })
+}
+
 /// Write `text` to standard output and flush it.
 pub fn stdout(text: &str) -> Result<(), CliError> {
+    if captured(text, false) {
+        return Ok(());
+    }
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
@@ -73,6 +104,9 @@ pub fn stdout(text: &str) -> Result<(), CliError> {
 /// Write `text` to standard error; a closed stderr is ignored (there is nowhere
 /// left to report it).
 pub fn stderr(text: &str) {
+    if captured(text, true) {
+        return;
+    }
     let mut err = io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }

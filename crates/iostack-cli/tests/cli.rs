@@ -317,3 +317,53 @@ fn fdatasync_latency_is_reported_as_fio_does() {
     let (ok, _, err) = iostack(&base);
     assert!(!ok && err.contains("fdatasync"), "{err}");
 }
+
+/// 6.x splits bios over the queue limits (X) and submits the remainder once the
+/// front part has its request, also when the front part slept for a scheduler
+/// tag: 2 MiB O_DIRECT writes at QD16 over a queue of 128 KiB requests and 4
+/// scheduler tags complete under the invariant and trace checkers (`--check`),
+/// each I/O's completion after all its parts.
+#[test]
+fn split_bios_survive_tag_sleeps_under_the_checker() {
+    let d = std::env::temp_dir().join(format!("iostack-split-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let (m, j, t) = (d.join("loop.machine"), d.join("big.fio"), d.join("t.txt"));
+    std::fs::write(
+        &m,
+        "base = null\ndevice = loop-file\ndisk_name = loop0\nmajor = 7\nminor = 0\ncpus = 2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &j,
+        "[w]\nfilename=/dev/loop0\nrw=randwrite\nbs=2M\ndirect=1\nioengine=libaio\n\
+         iodepth=16\nsize=32M\nio_size=64M\n",
+    )
+    .unwrap();
+    for sched in ["mq-deadline", "none"] {
+        let (ok, out, err) = iostack(&[
+            "run",
+            j.to_str().unwrap(),
+            "--machine",
+            m.to_str().unwrap(),
+            "--kernel",
+            "6.x",
+            "--sched",
+            sched,
+            "--set",
+            "queue/max_sectors_kb=128",
+            "--set",
+            "queue/nr_requests=4",
+            "--ftrace",
+            t.to_str().unwrap(),
+            "--check",
+        ]);
+        assert!(ok, "{sched}: {err}");
+        assert!(out.contains("(64.0MiB/"), "{sched}: {out}");
+        let trace = std::fs::read_to_string(&t).unwrap();
+        // 32 writes of two BIO_MAX_VECS bios (2048 sectors), each split
+        // seven times into eight requests of 256 sectors.
+        assert_eq!(trace.matches("    X  WS ").count(), 32 * 2 * 7, "{sched}");
+        assert_eq!(trace.matches("    C  WS ").count(), 32 * 16, "{sched}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -210,3 +210,35 @@ fn an_argument_that_is_not_utf8_is_a_message() {
         "{err}"
     );
 }
+
+/// Every problem of a job file in one run: an unknown option, a malformed
+/// value and a refused option, each on its own `FILE:LINE:` line in file
+/// order, status 2, nothing simulated (no report on stdout).
+#[test]
+fn every_problem_of_a_job_file_is_reported_in_one_run() {
+    let job = scratch("three.fio");
+    std::fs::write(
+        &job,
+        "[global]\nsize=1m\nblocksze=4k\n[j]\nfilename=/mnt/test/e\nrw=randread\n\
+         bs=4q\nverify=md5\n",
+    )
+    .unwrap();
+    let path = job.to_str().unwrap();
+    let (code, out, err) = iostack(&["run", path]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert_eq!(
+        lines[0],
+        format!("iostack: {path}:3: unknown option 'blocksze' (did you mean 'blocksize'?)")
+    );
+    assert_eq!(
+        lines[1],
+        format!("{path}:7: option 'bs': invalid size '4q' (unknown size suffix 'q')")
+    );
+    assert_eq!(
+        lines[2],
+        format!("{path}:8: job 'j': option 'verify=md5' is refused: not modelled yet")
+    );
+}

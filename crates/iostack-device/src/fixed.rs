@@ -15,7 +15,7 @@ use iostack_des::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct FixedParams {
     pub overhead_ns: u64,
     /// Transfer rate in bytes per second; 0 means transfer is free.
@@ -24,7 +24,28 @@ pub struct FixedParams {
     pub queue_depth: u32,
     pub capacity_sectors: u64,
     pub rotational: bool,
+    /// A volatile write cache the driver declares (`blk_queue_write_cache`):
+    /// the queue passes cache flushes down, served like any command; no FUA.
+    pub write_cache: bool,
     pub limits: HwLimits,
+}
+
+/// The machine's configuration key is its `Debug` text: `write_cache` enters
+/// it only when set, so the devices that had none keep their keys.
+impl std::fmt::Debug for FixedParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("FixedParams");
+        d.field("overhead_ns", &self.overhead_ns)
+            .field("rate_bytes_per_s", &self.rate_bytes_per_s)
+            .field("channels", &self.channels)
+            .field("queue_depth", &self.queue_depth)
+            .field("capacity_sectors", &self.capacity_sectors)
+            .field("rotational", &self.rotational);
+        if self.write_cache {
+            d.field("write_cache", &self.write_cache);
+        }
+        d.field("limits", &self.limits).finish()
+    }
 }
 
 pub struct Fixed {
@@ -62,7 +83,7 @@ impl Fixed {
 
 impl Device for Fixed {
     fn write_cache(&self) -> bool {
-        false
+        self.p.write_cache
     }
     fn fua(&self) -> bool {
         false
@@ -134,6 +155,7 @@ mod tests {
             queue_depth: 4,
             capacity_sectors: 1 << 20,
             rotational: false,
+            write_cache: false,
             limits: limits(),
         });
         let mut out = Vec::new();

@@ -112,6 +112,9 @@ pub struct DioPlan {
     pub get_block_calls: u32,
     /// `dio_bio_reap` passes that completed finished bios (every 64 new bios).
     pub reaps: u32,
+    /// Reads carry `REQ_SYNC` (6.x `__blkdev_direct_IO_simple`'s
+    /// `submit_bio_wait`).
+    pub read_sync: bool,
 }
 
 /// The open bio (`dio->bio`).
@@ -358,6 +361,7 @@ fn fast_path(
     plan.zeroed = 0;
     plan.get_block_calls = 1;
     plan.reaps = 0;
+    plan.read_sync = false;
     Ok(true)
 }
 
@@ -401,6 +405,7 @@ pub fn build_walk(
     dio.plan.zeroed = 0;
     dio.plan.get_block_calls = 0;
     dio.plan.reaps = 0;
+    dio.plan.read_sync = false;
     let blocks_per_page = PAGE_SIZE >> blkbits;
     let mut block_in_file = offset >> blkbits;
     let final_block = (offset + len) >> blkbits;

@@ -132,6 +132,13 @@ pub struct Ext4 {
     flex_size: u64,
     /// Inode table start of each group.
     itable: Vec<u64>,
+    /// Block and inode bitmap of each group.
+    bitmaps: Vec<(u64, u64)>,
+    /// Allocations at writeback not yet taken by the journal glue
+    /// (`ExtentFs::take_alloc_meta`).
+    alloc_log: Vec<(u32, u64, Vec<u64>)>,
+    /// Where mke2fs started the journal's allocation.
+    journal_goal_block: u64,
     /// Blocks mkfs put to use (start, len, what).
     meta: Vec<(u64, u64, &'static str)>,
     mb: Mballoc,
@@ -230,6 +237,7 @@ impl Ext4 {
             }
         }
         let mut itable = vec![0u64; ngroups as usize];
+        let mut bitmaps = vec![(0u64, 0u64); ngroups as usize];
         let mut table_groups = Vec::new();
         let put = |mb: &mut Mballoc, meta: &mut Vec<_>, s: u64, len: u64, what| {
             if s + len > blocks || mb.take_range(s, s + len) != len {
@@ -253,6 +261,7 @@ impl Ext4 {
                 put(&mut mb, &mut meta, it, n * itable_blocks, "inode tables")?;
                 for j in 0..n {
                     itable[(fg + j) as usize] = it + j * itable_blocks;
+                    bitmaps[(fg + j) as usize] = (base + j, base + flex_size + j);
                 }
                 table_groups.push(fg);
                 fg += flex_size;
@@ -263,6 +272,7 @@ impl Ext4 {
                 put(&mut mb, &mut meta, base, 2, "bitmaps")?;
                 put(&mut mb, &mut meta, base + 2, itable_blocks, "inode table")?;
                 itable[g as usize] = base + 2;
+                bitmaps[g as usize] = (base, base + 1);
             }
         }
         if p.uninit_bg {
@@ -283,6 +293,9 @@ impl Ext4 {
             rsv_gdt_blocks,
             flex_size,
             itable,
+            bitmaps,
+            alloc_log: Vec::new(),
+            journal_goal_block: 0,
             meta,
             mb,
             inodes: Vec::new(),
@@ -301,6 +314,7 @@ impl Ext4 {
                 .unwrap_or(default_journal_blocks(blocks));
         if jblocks > 0 {
             let goal = fs.journal_goal();
+            fs.journal_goal_block = goal;
             fs.mkfs_alloc(goal, jblocks, "journal")?;
         }
         Ok(fs)
@@ -377,6 +391,30 @@ impl Ext4 {
             }
         }
         best * bpg
+    }
+
+    /// The primary group-descriptor block of group `g` (32-byte descriptors
+    /// after the superblock).
+    fn group_desc_block(&self, g: u64) -> u64 {
+        1 + g / (self.p.block_size as u64 / 32)
+    }
+
+    /// What an allocation of `[pblk, pblk + n)` at writeback dirties:
+    /// `ext4_mb_mark_diskspace_used` (each group's block bitmap and
+    /// descriptor), the extent insert and `i_disksize` in the inode
+    /// (`ext4_ext_insert_extent` into the in-inode tree, `ext4_mark_inode_dirty`;
+    /// index and leaf blocks are not modelled).
+    fn alloc_meta(&self, ino: u32, pblk: u64, n: u64) -> Vec<u64> {
+        let bpg = self.p.blocks_per_group;
+        let mut v = Vec::new();
+        for g in pblk / bpg..=(pblk + n - 1) / bpg {
+            v.extend(self.bitmaps.get(g as usize).map(|b| b.0));
+            v.push(self.group_desc_block(g));
+        }
+        v.extend(self.inode_block(ino));
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     pub fn params(&self) -> &Ext4Params {
@@ -747,8 +785,12 @@ impl ExtentFs for Ext4 {
     ) -> Result<u64, FsError> {
         let i = self.idx(ino)?;
         Self::check_range(lblk, n)?;
-        let (p, count, _) = self.get_blocks(i, lblk, n, true)?;
+        let (p, count, new) = self.get_blocks(i, lblk, n, true)?;
         let physical = p.ok_or(FsError::NoSpace)?;
+        if new {
+            let meta = self.alloc_meta(ino, physical, count);
+            self.alloc_log.push((ino, lblk, meta));
+        }
         out.push(FileExtent {
             logical: lblk,
             physical,
@@ -797,6 +839,60 @@ impl ExtentFs for Ext4 {
             self.inodes[i].closed = true;
             self.mb.discard_inode_pa(ino);
         }
+    }
+
+    /// The journal inode's blocks, when mke2fs placed them in one run.
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        let runs = self.journal_runs();
+        let first = runs.first()?.0;
+        Some((first, runs.iter().map(|r| r.1).sum()))
+    }
+
+    /// The journal inode's extents in logical order: mke2fs allocates it
+    /// from its goal in runs around what is in use (`ext2fs_new_block`).
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = self
+            .meta
+            .iter()
+            .filter(|r| r.2 == "journal")
+            .map(|r| (r.0, r.1))
+            .collect();
+        // mkfs_alloc wraps once: the runs from the goal come first.
+        let goal = self.journal_goal_block;
+        runs.sort_by_key(|&(s, _)| (s < goal, s));
+        runs
+    }
+
+    /// `ext4_get_inode_loc`: the group's inode table, `inode_size` bytes per
+    /// inode.
+    fn inode_block(&self, ino: u32) -> Option<u64> {
+        let n = (ino as u64).checked_sub(1)?;
+        let g = n / self.p.inodes_per_group;
+        let off = (n % self.p.inodes_per_group) * self.p.inode_size;
+        Some(self.itable.get(g as usize)? + off / self.p.block_size as u64)
+    }
+
+    /// `ext4_new_inode`: the inode bitmap, the group descriptor and the
+    /// inode-table block; `ext4_add_entry`: the directory block and the
+    /// directory's inode (mtime, `ext4_mark_inode_dirty(dir)`). The namespace
+    /// is flat: every entry goes to the root directory's first block.
+    fn create_meta(&self, ino: u32) -> Vec<u64> {
+        let g = (ino as u64 - 1) / self.p.inodes_per_group;
+        let Some(&(_, ibitmap)) = self.bitmaps.get(g as usize) else {
+            return Vec::new();
+        };
+        let root = self.meta.iter().find(|r| r.2.starts_with("root"));
+        let mut v = vec![ibitmap, self.group_desc_block(g)];
+        v.extend(self.inode_block(ino));
+        v.extend(root.map(|r| r.0));
+        v.extend(self.inode_block(2));
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
+        std::mem::take(&mut self.alloc_log)
     }
 }
 

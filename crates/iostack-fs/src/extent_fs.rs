@@ -85,6 +85,32 @@ pub trait ExtentFs: GetBlock {
     /// The last writer closed the file: ext4 `ext4_release_file` →
     /// `ext4_discard_preallocations`; XFS `xfs_release` → `xfs_free_eofblocks`.
     fn release_file(&mut self, _ino: u32) {}
+    /// The journal area `(first block, blocks)` (ext4's journal inode as
+    /// mke2fs placed it); `None` without a journal.
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// The journal's runs `(first block, blocks)` in logical order
+    /// (`jbd2_journal_bmap`); empty: one run from `journal_area`'s start.
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+    /// The inode-table block holding `ino` (what `ext4_mark_inode_dirty`
+    /// journals).
+    fn inode_block(&self, _ino: u32) -> Option<u64> {
+        None
+    }
+    /// The metadata blocks creating `ino` dirtied (`ext4_new_inode`,
+    /// `ext4_add_entry`).
+    fn create_meta(&self, _ino: u32) -> Vec<u64> {
+        Vec::new()
+    }
+    /// The allocations `map_for_writeback` made since the last call, each as
+    /// (inode, first logical block, metadata blocks it dirtied), for the
+    /// journal handle writeback holds around them.
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
+        Vec::new()
+    }
 
     /// Lay out a file of `size` bytes as a sequential buffered writer followed by
     /// in-order writeback would (fio's layout phase), then close it.
@@ -107,6 +133,8 @@ pub trait ExtentFs: GetBlock {
             }
             l += n;
         }
+        // Laid out before the run: its metadata is on disk, not journalled.
+        self.take_alloc_meta();
         self.release_file(ino);
         Ok(ino)
     }

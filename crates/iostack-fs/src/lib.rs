@@ -10,6 +10,7 @@
 //! (delayed allocation): `ext4` (with `mballoc`, the multiblock allocator) and
 //! `xfs`.
 
+pub mod blkdev_dio;
 pub mod dio;
 pub mod ext2;
 pub mod ext4;
@@ -27,7 +28,7 @@ pub use extent_fs::{ExtentFs, FileExtent};
 pub use rawdev::RawBdev;
 mod tunables;
 
-pub use tunables::TUNABLES;
+pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES};
 
 /// What `get_block` returns (`struct buffer_head` after mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

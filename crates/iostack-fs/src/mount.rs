@@ -44,15 +44,21 @@ pub trait MountedFs {
         meta: &mut Vec<(u64, u64)>,
     ) -> Result<(), FsError>;
     /// The journal area `(first block, blocks)` of a journalling file system
-    /// whose journal the simulation runs (ext3).
+    /// whose journal the simulation can run (ext3, ext4).
     fn journal_area(&self) -> Option<(u64, u64)> {
         None
     }
-    /// The inode-table block of `ino` (`ext3_mark_inode_dirty`'s buffer).
+    /// The journal's runs in logical order when it is not one run.
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+    /// The inode-table block of `ino` (`ext3_mark_inode_dirty`'s buffer,
+    /// `ext4_mark_inode_dirty`'s).
     fn inode_block(&self, _ino: u32) -> Option<u64> {
         None
     }
-    /// The metadata blocks creating `ino` dirtied (`ext3_new_inode`).
+    /// The metadata blocks creating `ino` dirtied (`ext3_new_inode`,
+    /// `ext4_new_inode` and the directory entry).
     fn create_meta(&self, _ino: u32) -> Vec<u64> {
         Vec::new()
     }
@@ -92,6 +98,11 @@ pub trait MountedFs {
             "2.4's generic_osync_inode on {}",
             self.name()
         )))
+    }
+    /// What writeback's allocations dirtied since the last call
+    /// (`ExtentFs::take_alloc_meta`); ext2/ext3 allocate at `write_begin`.
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
+        Vec::new()
     }
 }
 
@@ -294,5 +305,20 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     }
     fn release_file(&mut self, ino: u32) {
         self.fs.release_file(ino)
+    }
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        self.fs.journal_area()
+    }
+    fn journal_runs(&self) -> Vec<(u64, u64)> {
+        self.fs.journal_runs()
+    }
+    fn inode_block(&self, ino: u32) -> Option<u64> {
+        self.fs.inode_block(ino)
+    }
+    fn create_meta(&self, ino: u32) -> Vec<u64> {
+        self.fs.create_meta(ino)
+    }
+    fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
+        self.fs.take_alloc_meta()
     }
 }

@@ -15,8 +15,18 @@ pub const DIO_WRITE_FLAGS: &[&str] = &[
 /// What 2.4's `generic_file_direct_IO` flushes before a direct I/O.
 pub const DIO_FLUSH_24: &[&str] = &["data", "generic_osync_inode"];
 
-/// ext3's `data=` modes.
+/// ext3's and ext4's `data=` modes.
 pub const JOURNAL_DATA: &[&str] = &["ordered", "writeback", "journal"];
+
+/// ext4's journal tunables: they change nothing while `fs/ext4/journal` is
+/// off, and enter the configuration hash only when it is on.
+pub const EXT4_JOURNAL_TUNABLES: &[&str] = &[
+    "fs/ext4/journal",
+    "fs/ext4/barrier",
+    "fs/ext4/commit",
+    "fs/ext4/data",
+    "fs/ext4/journal_async_commit",
+];
 
 /// mballoc versions (`crate::mballoc::MbVariant`).
 pub const EXT4_MBALLOC: &[&str] = &["2.6.28", "2.6.30"];
@@ -175,6 +185,57 @@ pub static TUNABLES: &[TunableDef] = &[
         max: 16,
         doc: "log2 of block groups per flex group (mke2fs -G; 4 = 16 groups). 0 \
               disables flex_bg: bitmaps and inode table at the start of each group.",
+    },
+    TunableDef {
+        name: "fs/ext4/journal",
+        unit: Unit::Bool,
+        default: |_| 0,
+        min: 0,
+        max: 1,
+        doc: "Run ext4's journal (fs/jbd2): handles from file creation, timestamp and \
+              i_size updates and writeback's block allocation, the jbd2 thread's \
+              commits (ordered inodes, descriptor, metadata and revoke blocks, commit \
+              block), fsync through ext4_sync_file. 0 (the default, which keeps the \
+              runs made before jbd2 was simulated): no journal I/O, fsync is page \
+              writeback only.",
+    },
+    TunableDef {
+        name: "fs/ext4/barrier",
+        unit: Unit::Bool,
+        default: |_| 1,
+        min: 0,
+        max: 1,
+        doc: "ext4's barrier= mount option (JBD2_BARRIER, on by default): the commit \
+              block carries a barrier (FLUSH|FUA from 2.6.37, REQ_PREFLUSH|REQ_FUA in \
+              6.x) and fsync flushes the cache when the commit does not.",
+    },
+    TunableDef {
+        name: "fs/ext4/commit",
+        unit: Unit::Ms,
+        default: |_| 5000,
+        min: 1,
+        max: 86_400_000,
+        doc: "ext4's commit= mount option (j_commit_interval, JBD2_DEFAULT_MAX_COMMIT_AGE \
+              5 s).",
+    },
+    TunableDef {
+        name: "fs/ext4/data",
+        unit: Unit::Enum(JOURNAL_DATA),
+        default: |_| 0,
+        min: 0,
+        max: 2,
+        doc: "ext4's data= mount option: ordered (the transaction's inodes written \
+              before its commit block), writeback, journal.",
+    },
+    TunableDef {
+        name: "fs/ext4/journal_async_commit",
+        unit: Unit::Bool,
+        default: |_| 0,
+        min: 0,
+        max: 1,
+        doc: "ext4's journal_async_commit mount option: the checksummed commit block \
+              goes out with the log blocks, without a barrier, and a cache flush \
+              follows.",
     },
     TunableDef {
         name: "fs/xfs/writeio_log",

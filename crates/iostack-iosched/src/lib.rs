@@ -7,9 +7,12 @@
 //! This crate depends on `iostack-block`, never the reverse.
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
+pub mod cost;
 pub mod deadline;
 pub mod elv_rb;
+pub mod kyber;
 pub mod linus24;
 pub mod mq_deadline;
 pub mod noop;
@@ -153,25 +156,29 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
     },
     SchedulerDesc {
         name: "bfq",
-        doc: "budget fair queueing (block/bfq-iosched.c): not modelled",
+        doc: "budget fair queueing, its core: per-process queues with budgets in sectors, \
+              B-WF2Q+ virtual time with ioprio weights, idling for sync queues, budget \
+              timeout (block/bfq-iosched.c, bfq-wf2q.c, 6.x); model lacks weight raising \
+              (runs are low_latency=0), injection, queue merging, cgroups, peak-rate \
+              autotuning of max_budget",
         kernels: "4.12+",
         in_profile: blk_mq,
-        tunables: &[],
-        build: Build::NotModelled(
-            "BFQ (B-WF2Q+ scheduling, budgets, idling and injection, weight raising) \
-             is not modelled yet; use none or mq-deadline",
-        ),
+        tunables: bfq::TUNABLES,
+        build: Build::Mq(|t| Some(Box::new(bfq::Bfq::new(bfq::BfqConfig::from_tunables(t))))),
     },
     SchedulerDesc {
         name: "kyber",
-        doc: "token-based latency targets (block/kyber-iosched.c): not modelled",
+        doc: "token domains (read, write, discard, other) with depths adapted to the read \
+              and write latency targets, per-CPU queues, round-robin batches \
+              (block/kyber-iosched.c, 6.x)",
         kernels: "4.12+",
         in_profile: blk_mq,
-        tunables: &[],
-        build: Build::NotModelled(
-            "Kyber (token domains, latency histograms and adaptive depths) is not \
-             modelled yet; use none or mq-deadline",
-        ),
+        tunables: kyber::TUNABLES,
+        build: Build::Mq(|t| {
+            Some(Box::new(kyber::Kyber::new(
+                kyber::KyberConfig::from_tunables(t),
+            )))
+        }),
     },
 ];
 
@@ -300,7 +307,7 @@ mod tests {
         assert_eq!(names(Profile::V2_6_33), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V3_10), ["noop", "deadline", "cfq"]);
         assert_eq!(names(Profile::V2_4), ["elevator_linus", "elevator_noop"]);
-        assert_eq!(names(Profile::V6), ["none", "mq-deadline"]);
+        assert_eq!(names(Profile::V6), ["none", "mq-deadline", "bfq", "kyber"]);
     }
 
     #[test]
@@ -334,10 +341,8 @@ mod tests {
         assert!(e.contains("belongs to the cfq scheduler"), "{e}");
         assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
-        let e = mq_by_name("bfq", &t(Profile::V6, &[])).err().unwrap();
-        assert!(e.contains("not modelled"), "{e}");
-        let e = mq_by_name("kyber", &t(Profile::V6, &[])).err().unwrap();
-        assert!(e.contains("not modelled"), "{e}");
+        assert!(mq_by_name("bfq", &t(Profile::V6, &[])).unwrap().is_some());
+        assert!(mq_by_name("kyber", &t(Profile::V6, &[])).unwrap().is_some());
         assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
         let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();
         assert!(e.contains("not in kernel 3.10"), "{e}");

@@ -337,7 +337,7 @@ impl MqElevator for MqDeadline {
 
     /// `dd_insert_request`: into its level's tree and at its FIFO's tail with
     /// `fifo_time = jiffies + fifo_expire[dir]`.
-    fn insert_request(&mut self, now: Instant, rqs: &mut RequestPool, rq: RqId) {
+    fn insert_request(&mut self, now: Instant, _h: u16, rqs: &mut RequestPool, rq: RqId) {
         let r = rqs.get(rq);
         let dir = r.is_write() as usize;
         let prio = prio_of(r.ioprio);
@@ -362,7 +362,7 @@ impl MqElevator for MqDeadline {
 
     /// `dd_dispatch_request`: aged requests first, then by level; a level
     /// with requests queued or in flight blocks the lower ones.
-    fn dispatch_request(&mut self, now: Instant, _rqs: &RequestPool) -> Option<RqId> {
+    fn dispatch_request(&mut self, now: Instant, _h: u16, _rqs: &RequestPool) -> Option<RqId> {
         let jiffies = self.jiffies(now);
         if let Some(rq) = self.dispatch_aged(jiffies) {
             return Some(rq);
@@ -376,7 +376,8 @@ impl MqElevator for MqDeadline {
         None
     }
 
-    fn has_work(&self) -> bool {
+    /// `dd_has_work`: one scheduler for every hardware queue.
+    fn has_work(&self, _h: u16) -> bool {
         self.per_prio
             .iter()
             .any(|p| !p.fifo_list[0].is_empty() || !p.fifo_list[1].is_empty())
@@ -385,6 +386,10 @@ impl MqElevator for MqDeadline {
     /// `dd_finish_request`: the level's completed count.
     fn finish_request(&mut self, rqs: &RequestPool, rq: RqId) {
         self.per_prio[prio_of(rqs.get(rq).ioprio)].completed += 1;
+    }
+
+    fn cost(&self) -> iostack_block::SchedCost {
+        crate::cost::MQ_DEADLINE
     }
 
     fn queued(&self) -> usize {

@@ -50,7 +50,7 @@ fn place(e: &SimError) -> Place {
         SimError::Fio(f) => (
             Some(f.file.display().to_string()),
             (f.line > 0).then_some(f.line),
-            f.option.clone(),
+            f.option.as_deref().map(str::to_string),
         ),
         SimError::Job {
             file, line, option, ..

@@ -6,11 +6,11 @@
 //! points of a sweep in parallel.
 
 mod errors;
-mod requests;
 
 use iostack_cli::api::{self, RunInputs};
 use iostack_cli::commands::JobSource;
 use iostack_cli::out::CliError;
+use iostack_cli::requests;
 use iostack_core::TraceSink;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -121,11 +121,82 @@ fn tunables(kernel: &str) -> PyResult<Vec<(String, String, String, String)>> {
     api::tunable_table(kernel).map_err(errors::to_py)
 }
 
+/// Run a front end (dd, iozone, fs_mark, bonnie) as `iostack TOOL ARGV...`;
+/// its standard output and error.
+#[pyfunction]
+fn run_tool(py: Python<'_>, tool: String, argv: Vec<String>) -> PyResult<(String, String)> {
+    py.allow_threads(|| api::tool(&tool, &argv))
+        .map_err(errors::to_py)
+}
+
+/// The figures a sweep keeps of fio's JSON report (the command line's
+/// `iostack sweep` keeps the same): (job, metric, value) triples.
+#[pyfunction]
+fn sweep_figures(json: &str) -> PyResult<Vec<(String, String, f64)>> {
+    iostack_cli::sweep::figures(json).map_err(errors::to_py)
+}
+
+/// The inputs of one point, as `run_fio` takes them: jobs, machine, kernel,
+/// sched, seed, sets, until, layouts.
+type PointInputs = (
+    Vec<(String, Option<String>)>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+    Vec<String>,
+    Option<String>,
+    Vec<String>,
+);
+
+/// A grid file's keys (values as JSON text) and its points' inputs.
+type GridFile = (Vec<(String, String)>, Vec<PointInputs>);
+
+/// A grid file as `iostack sweep GRID.toml` reads it: its keys with their
+/// values (as JSON text), and every point's run inputs in point order.
+#[pyfunction]
+fn sweep_grid(path: &str) -> PyResult<GridFile> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| errors::to_py(iostack_cli::out::CliError::io(path, e)))?;
+    let grid = iostack_cli::sweep::parse(path, &text).map_err(errors::to_py)?;
+    let keys = grid
+        .keys
+        .iter()
+        .map(|(k, vs)| {
+            let vs: Vec<serde_json::Value> = vs.iter().map(|v| v.json()).collect();
+            (k.clone(), serde_json::Value::Array(vs).to_string())
+        })
+        .collect();
+    let points = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let i = grid.inputs(p);
+            let jobs = i
+                .jobs
+                .into_iter()
+                .map(|j| match j {
+                    JobSource::Path(p) => (p, None),
+                    JobSource::Text { name, text } => (name, Some(text)),
+                })
+                .collect();
+            (
+                jobs, i.machine, i.kernel, i.sched, i.seed, i.sets, i.until, i.layouts,
+            )
+        })
+        .collect();
+    Ok((keys, points))
+}
+
 #[pymodule]
 fn _iostack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RunOutput>()?;
     m.add_function(wrap_pyfunction!(run_fio, m)?)?;
     m.add_function(wrap_pyfunction!(tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_figures, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(run_tool, m)?)?;
+    m.add("SWEEP_METRICS", iostack_cli::sweep::METRICS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)
 }

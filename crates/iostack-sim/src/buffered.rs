@@ -219,6 +219,16 @@ impl Simulation {
         let t = self.tasks.get(task);
         let (pid, cpu, ioprio) = (t.pid, t.cpu, t.ioprio);
         let dev = self.map_dev(map);
+        // 6.x builds page-cache bios of large folios (readahead's
+        // page_cache_ra_order, iomap and mpage writeback), so a bvec spans
+        // many pages and bio_split_rw counts it in BLK_MAX_SEGMENT_SIZE
+        // (64 KiB) pieces; folio orders are not simulated, and each 64 KiB of
+        // a bio is taken as one segment. Up to 2.6.38 every page is one.
+        let pages_per_seg = if self.cfg.tunables.profile().single_queue() {
+            1
+        } else {
+            (65536 / iostack_mm::PAGE_SIZE).max(1)
+        };
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
@@ -232,7 +242,7 @@ impl Simulation {
                 dev,
                 sector: (pblk + off) * spp,
                 sectors: (k * spp) as u32,
-                segments: k as u32,
+                segments: k.div_ceil(pages_per_seg) as u32,
                 flags,
                 pid,
                 cpu,
@@ -370,7 +380,16 @@ impl Simulation {
             p.created = true;
             c
         };
-        let jop = self.journal_write_op(ino, op.pos, n, &meta, grew.then_some(end_bytes), create);
+        let call = crate::jbd::WriteCall {
+            ino,
+            first: op.pos,
+            n,
+            meta: &meta,
+            grew_to: grew.then_some(end_bytes),
+            create,
+            call_start: op.pos * iostack_mm::PAGE_SIZE == op.offset,
+        };
+        let jop = self.journal_write_op(&call, now);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }
@@ -386,7 +405,9 @@ impl Simulation {
         }
         self.vm.reclaim();
         self.charge_sys(TaskId(pi), cost);
-        self.procs[pi as usize].jop = jop;
+        if let Some(jop) = jop {
+            self.add_journal_op(TaskId(pi), jop);
+        }
         if !self.run_journal_op(TaskId(pi), now) {
             self.tasks.get_mut(TaskId(pi)).cpu_until = now + cost;
             return;

@@ -104,6 +104,12 @@ pub struct Variant {
     pub env: BTreeMap<String, String>,
     /// The Bonnie command line of this variant, in place of the workload's.
     pub bonnie: Option<String>,
+    /// The iozone command line of this variant, in place of the workload's
+    /// (a diagnostic sweep over iozone's options).
+    pub iozone: Option<String>,
+    /// A dd command line run beside the iozone processes: started when they
+    /// start (after fs_mark), e.g. a sequential reader of the disk.
+    pub reader: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -310,6 +316,38 @@ pub const METRICS: &[(&str, MetricFn)] = &[
             _ => 0.0,
         }
     }),
+    // Reads per second of the selected processes over the longest runtime.
+    ("read_iops", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios).sum();
+        let ns = procs().map(|p| p.runtime().as_ns()).max().unwrap_or(0);
+        if ns == 0 {
+            0.0
+        } else {
+            ios as f64 * 1e9 / ns as f64
+        }
+    }),
+    // The 99th percentile of read completion latency over the selected
+    // processes, in microseconds (fio's clat p99 with group_reporting).
+    ("read_p99_us", |r, j| {
+        let mut lat = crate::stats::Lat::default();
+        for p in r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j)) {
+            lat.merge(&p.dirs[0].clat);
+        }
+        lat.percentile(99.0) as f64 / 1000.0
+    }),
+    // System CPU time per I/O of the selected processes, in microseconds
+    // (the scheduler's hooks and lock included).
+    ("sys_us_per_io", |r, j| {
+        let procs = || r.procs.iter().filter(|p| j.is_none_or(|j| p.name == j));
+        let ios: u64 = procs().map(|p| p.dirs[0].ios + p.dirs[1].ios).sum();
+        let sys: u64 = procs().map(|p| p.sys_ns).sum();
+        if ios == 0 {
+            0.0
+        } else {
+            sys as f64 / ios as f64 / 1000.0
+        }
+    }),
     ("extents", |r, j| {
         r.files
             .iter()
@@ -437,7 +475,7 @@ impl Experiment {
                 let spec = iostack_workload::parse_bonnie_args(&args)?;
                 crate::bonnie::bonnie_procs(&spec, m)?
             }
-            (None, _) if self.workload.fio.is_none() => self.tool_procs(m)?,
+            (None, _) if self.workload.fio.is_none() => self.tool_procs(v, m)?,
             (None, Some((path, text))) => {
                 frontend::fio_procs_from_text_env(path, text, m, v.env.clone())?.procs
             }
@@ -458,20 +496,27 @@ impl Experiment {
     /// then iozone's first row, its first process after everything before (a
     /// machine that has run fs_mark: the journal thread has done I/O, as on a
     /// running system).
-    fn tool_procs(&self, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
+    fn tool_procs(&self, v: &Variant, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         let mut procs = Vec::new();
         if let Some(cmd) = &self.workload.fs_mark {
             let spec = iostack_workload::parse_fs_mark_args(&args(cmd))?;
             procs.extend(crate::tools::fs_mark_run(&spec, m)?.procs);
         }
-        if let Some(cmd) = &self.workload.iozone {
+        let before = procs.len() as u32;
+        if let Some(cmd) = v.iozone.as_ref().or(self.workload.iozone.as_ref()) {
             let spec = iostack_workload::parse_iozone_args(&args(cmd))?;
             let rows = crate::tools::iozone_rows(&spec, m)?;
             let base = procs.len();
             procs.extend(rows.into_iter().next().map(|r| r.procs).unwrap_or_default());
             if let Some(first) = procs.get_mut(base).filter(|_| base > 0) {
                 first.stonewall = true;
+            }
+        }
+        if let Some(cmd) = &v.reader {
+            for mut p in frontend::dd_procs(cmd, m)? {
+                p.after = (before > 0).then_some((0, before));
+                procs.push(p);
             }
         }
         Ok(procs)

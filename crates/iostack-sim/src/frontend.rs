@@ -112,7 +112,7 @@ pub fn layout_only(path: &str, size: u64, goal: Option<u64>) -> ProcSpec {
 }
 
 /// What fio's report needs to know of a simulated process (one per fio job clone).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobMeta {
     pub name: String,
     pub group: u32,
@@ -122,6 +122,100 @@ pub struct JobMeta {
     pub iodepth: u32,
     pub sync_engine: bool,
     pub kb_base: u32,
+    /// fio's `ddir_str` of `rw=` (`read`, `randrw`, ...), for the preamble.
+    pub rw: String,
+    /// Smallest and largest block size per direction (read, write, trim).
+    pub min_bs: [u64; 3],
+    pub max_bs: [u64; 3],
+    pub bs_is_seq_rand: bool,
+    /// The engine's name as fio prints it (`td->io_ops->name`).
+    pub ioengine: String,
+    /// Which clone of its job this is (0 for the first; `numjobs`).
+    pub clone: u32,
+    /// `thread`: counted as a thread in `Starting ...`.
+    pub thread: bool,
+    /// `significant_figures`.
+    pub sig_figs: u32,
+    /// Percentile flags after fio's `fixup_options` (`disable_*` clears them).
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// `percentile_list` (empty: fio's default) and its print precision.
+    pub percentile_list: Vec<f64>,
+    pub percentile_precision: u32,
+    /// `unit_base=1`: bandwidth in bits.
+    pub unit_bits: bool,
+    pub logs: LogMeta,
+}
+
+/// The `write_*_log` options of a job (fio's `add_job` log set-up).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LogMeta {
+    /// File name prefixes (the option's value, or the job name when bare).
+    pub bw: Option<String>,
+    pub lat: Option<String>,
+    pub iops: Option<String>,
+    /// `log_avg_msec` (0: one entry per I/O).
+    pub avg_msec: u32,
+    pub per_job: bool,
+    /// `log_offset`.
+    pub offset: bool,
+    /// `disable_lat`, `disable_clat`, `disable_slat`: no such log.
+    pub disable: [bool; 3],
+    /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
+    pub prio_rt: bool,
+}
+
+/// fio's `make_log_name`: the option's value, or the job name if empty.
+fn log_prefix(v: &Option<String>, name: &str) -> Option<String> {
+    v.as_ref().map(|p| {
+        if p.is_empty() {
+            name.to_string()
+        } else {
+            p.clone()
+        }
+    })
+}
+
+fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: u32) -> JobMeta {
+    let tri = |p: &iostack_workload::PerDir<u64>| [p.read, p.write, p.trim];
+    JobMeta {
+        name: j.name.clone(),
+        group: j.group_id,
+        options: j
+            .options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+            .collect(),
+        group_reporting: j.group_reporting,
+        iodepth,
+        sync_engine: engine == Engine::Sync,
+        kb_base: j.kb_base,
+        rw: j.rw.kind.as_str().to_string(),
+        min_bs: tri(&j.min_bs),
+        max_bs: tri(&j.max_bs),
+        bs_is_seq_rand: j.bs_is_seq_rand,
+        ioengine: j.ioengine.as_str().to_string(),
+        clone,
+        thread: j.thread,
+        sig_figs: j.sig_figs,
+        clat_percentiles: j.clat_percentiles && !j.disable_clat,
+        lat_percentiles: j.lat_percentiles && !j.disable_lat,
+        slat_percentiles: j.slat_percentiles && !j.disable_slat,
+        percentile_list: j.percentile_list.clone(),
+        percentile_precision: j.percentile_precision,
+        unit_bits: j.unit_base == 1,
+        logs: LogMeta {
+            bw: log_prefix(&j.write_bw_log, &j.name),
+            lat: log_prefix(&j.write_lat_log, &j.name),
+            iops: log_prefix(&j.write_iops_log, &j.name),
+            avg_msec: j.log_avg_msec,
+            per_job: j.per_job_logs,
+            offset: j.log_offset,
+            disable: [j.disable_lat, j.disable_clat, j.disable_slat],
+            prio_rt: j.prioclass == Some(1),
+        },
+    }
 }
 
 /// Processes of a front end, with fio metadata where there is one.
@@ -282,8 +376,29 @@ pub fn fio_procs_from_text_env(
     let mut files = std::collections::BTreeMap::new();
     files.insert(std::path::PathBuf::from(path), text.as_bytes().to_vec());
     env.files = Some(files);
-    let jf = iostack_workload::parse_job_str(text, path, &env)?;
+    let parsed = iostack_workload::parse_job_bytes_all(text.as_bytes(), path, &env)?;
+    let jf = all_problems(parsed)?;
     fio_procs(&jf, m)
+}
+
+/// A parsed job file, or every problem of it at once: the parser's option
+/// errors and, when there are any, the simulator's refusals of the options
+/// that did parse, in file order (chained by the error's `next`).
+pub fn all_problems(
+    parsed: (iostack_workload::JobFile, Vec<iostack_workload::FioError>),
+) -> Result<iostack_workload::JobFile, iostack_workload::FioError> {
+    let (jf, mut errors) = parsed;
+    if errors.is_empty() {
+        return Ok(jf);
+    }
+    for r in refused_options(&jf) {
+        let mut e = iostack_workload::FioError::new_refused(&r.file, r.line, r.option);
+        e.message = format!("job '{}': {}", r.job, r.message);
+        errors.push(e);
+    }
+    // Stable: errors of one line keep their order.
+    errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Err(iostack_workload::FioError::collect(errors).expect("not empty"))
 }
 
 /// What the simulator refuses about one fio job, at the job's section.
@@ -326,8 +441,14 @@ impl JobAt<'_> {
 /// Access pattern and read share of a job's `rw=`.
 fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32), SimError> {
     use iostack_workload::RwKind;
+    // fio's fixup_options: a distribution other than uniform turns the
+    // random map off.
+    let skewed = !matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
     let random = Pattern::Random {
-        norandommap: j.norandommap,
+        norandommap: j.norandommap || skewed,
     };
     let p = match j.rw.kind {
         RwKind::Read => (Pattern::Sequential, 100),
@@ -376,7 +497,11 @@ fn engine_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<Engine, SimErr
         | IoEngine::Vsync
         | IoEngine::Pvsync
         | IoEngine::Pvsync2 => Ok(Engine::Sync),
-        IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio => Ok(Engine::Async),
+        // null queues up to iodepth and completes at commit: an async engine
+        // whose I/Os never reach the device (Target::Diskless).
+        IoEngine::Libaio | IoEngine::IoUring | IoEngine::Posixaio | IoEngine::Null => {
+            Ok(Engine::Async)
+        }
         e => Err(at.err(
             Some("ioengine"),
             format!("ioengine={} is not modelled", e.as_str()),
@@ -401,17 +526,43 @@ fn sizes_of(
     m: &Machine,
     at: &JobAt,
 ) -> Result<(u64, u64, u64, u64), SimError> {
-    let size = match &j.size {
-        Some(a) => bytes_of(a, "size", at)?,
-        None if !j.files.is_empty() && j.files.iter().all(|f| f.starts_with("/dev/")) => {
-            m.device_capacity_bytes()
+    // (region, bytes of I/O without io_size=)
+    let (size, io) = match (&j.size, j.filesize) {
+        // setup_files: the file is `filesize` long, and `size` (the bytes of
+        // I/O) at most the files' total.
+        (size, Some((file, _))) => {
+            let asked = size.as_ref().map(|a| bytes_of(a, "size", at)).transpose()?;
+            (file, asked.map_or(file, |s| s.min(file)))
         }
-        None => return Err(at.err(Some("size"), "size= is needed for new files".into())),
+        (Some(a), None) => {
+            let b = bytes_of(a, "size", at)?;
+            (b, b)
+        }
+        (None, None) if !j.files.is_empty() && j.files.iter().all(|f| f.starts_with("/dev/")) => {
+            let b = m.device_capacity_bytes();
+            (b, b)
+        }
+        (None, None) => {
+            let msg = "size= (or filesize=) is needed for new files".into();
+            return Err(at.err(Some("size"), msg));
+        }
     };
     let io_size = match &j.io_size {
         Some(a) => bytes_of(a, "io_size", at)?,
-        None => size,
+        None => io,
     };
+    finish_sizes(j, m, at, size, io_size)
+}
+
+/// The checks of a job's region `size` and its `io_size`: with the offsets,
+/// (size, io_size, offset, offset_increment).
+fn finish_sizes(
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    at: &JobAt,
+    size: u64,
+    io_size: u64,
+) -> Result<(u64, u64, u64, u64), SimError> {
     let offset = bytes_of(&j.offset, "offset", at)?;
     let offset_inc = bytes_of(&j.offset_increment, "offset_increment", at)?;
     if !j.direct {
@@ -447,7 +598,9 @@ fn sizes_of(
         );
         return Err(at.err(Some("offset"), msg));
     }
-    let on_fs = j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/"));
+    let diskless = j.ioengine == iostack_workload::IoEngine::Null;
+    let on_fs =
+        !diskless && (j.files.is_empty() || j.files.iter().any(|f| !f.starts_with("/dev/")));
     if let (true, Some(end)) = (on_fs, end) {
         fits_on_disk(end, m).map_err(|e| {
             if offset == 0 && offset_inc == 0 {
@@ -696,6 +849,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
         let msg = "a ':'-separated directory list is not modelled yet".to_string();
         return Err(at.err(Some("directory"), msg));
     }
+    if j.filesize.is_some_and(|(lo, hi)| lo != hi) {
+        let msg = "a range (a random size per file) is not modelled yet";
+        return Err(at.refuse("filesize", msg));
+    }
     if j.startdelay_high_ns != j.startdelay_ns {
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
@@ -709,11 +866,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
 }
 
 /// fio's `random_distribution` where it is simulated (uniform, `zoned`,
-/// `zoned_abs`): the zones of each direction. zipf, pareto and normal are
-/// refused: fio draws them in floating point (`pow`, `log`, the Gauss sum),
-/// which the simulation keeps out of its decisions. Zones with varied block
-/// sizes are refused, as is `percentage_random` below 100 with the random map
-/// (fio marks the sequential I/Os in it) or with varied sizes.
+/// `zoned_abs`): the zones of each direction; zipf, pareto and normal are
+/// [`dist_of`]'s. Zones with varied block sizes are refused, as is
+/// `percentage_random` below 100 with the random map (fio marks the
+/// sequential I/Os in it) or with varied sizes.
 fn zoned_of(
     j: &iostack_workload::JobSpec,
     size: u64,
@@ -722,20 +878,16 @@ fn zoned_of(
     use iostack_workload::RandomDistribution as D;
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
-    if perc && j.rw.kind.is_random() && (!j.norandommap || varies) {
+    let skewed = !matches!(j.random_distribution, D::Random);
+    if perc && j.rw.kind.is_random() && ((!j.norandommap && !skewed) || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
         return Err(at.refuse("percentage_random", msg));
     }
     let (absolute, zones) = match &j.random_distribution {
-        D::Random => return Ok(None),
         D::Zoned(z) => (false, z),
         D::ZonedAbs(z) => (true, z),
-        _ => {
-            let msg = "zipf, pareto and normal are not modelled yet (fio draws them in \
-                       floating point)";
-            return Err(at.refuse("random_distribution", msg));
-        }
+        _ => return Ok(None),
     };
     if varies {
         let msg = "a zoned distribution with varied block sizes is not modelled yet";
@@ -757,6 +909,69 @@ fn zoned_of(
         return Err(at.refuse("random_distribution", &msg));
     }
     Ok(Some(zoned))
+}
+
+/// fio's `zipf`, `pareto` and `normal` distributions (`crate::dist`), their
+/// parameters in fixed point. One block size: fio sizes the ranges by the
+/// smallest, and a larger one would run past the file's end.
+fn dist_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::dist::Dist>, SimError> {
+    use crate::dist::Dist;
+    use crate::fixed::from_f64;
+    use iostack_workload::RandomDistribution as D;
+    let center = |c: f64| (c != -1.0).then(|| from_f64(c));
+    let d = match j.random_distribution {
+        D::Zipf { theta, center: c } => Dist::Zipf {
+            theta: from_f64(theta),
+            center: center(c),
+        },
+        D::Pareto { h, center: c } => Dist::Pareto {
+            h: from_f64(h),
+            center: center(c),
+        },
+        D::Normal { dev, center: c } => Dist::Normal {
+            dev: from_f64(dev),
+            center: center(c),
+        },
+        _ => return Ok(None),
+    };
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let both = j.rw.kind.reads() && j.rw.kind.writes();
+    let bs = j.bs.read.min(j.bs.write);
+    if varies || (both && j.bs.read != j.bs.write) || bs == 0 || size % bs != 0 {
+        let msg = "zipf, pareto and normal with varied block sizes, or a size that is \
+                   not whole blocks, are not modelled yet";
+        return Err(at.refuse("random_distribution", msg));
+    }
+    Ok(Some(d))
+}
+
+/// fio's `blockalign` per direction where it differs from the block size
+/// (0 where it does not): random offsets at its multiples. fio uses it only
+/// for random offsets; with the random map (kept in blocks of `bs`), a
+/// zoned or skewed distribution, or varied sizes it is refused.
+fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], SimError> {
+    let ba = [
+        (j.blockalign.read != j.bs.read).then_some(j.blockalign.read),
+        (j.blockalign.write != j.bs.write).then_some(j.blockalign.write),
+    ];
+    if ba == [None, None] || !j.rw.kind.is_random() {
+        return Ok([0, 0]);
+    }
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    if !j.norandommap || varies || !uniform || ba.iter().flatten().any(|b| *b == 0) {
+        let msg = "with the random map, varied block sizes or a non-uniform distribution \
+                   it is not modelled yet; set norandommap";
+        return Err(at.refuse("ba", msg));
+    }
+    Ok(ba.map(|b| b.unwrap_or(0)))
 }
 
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
@@ -901,7 +1116,91 @@ fn fadvise_of(j: &iostack_workload::JobSpec) -> crate::workload::Fadvise {
 
 /// The processes of a parsed fio job file: one per job clone (`numjobs`), each on
 /// its own file (`jobname.N.0` in `directory`, or the `filename` given).
+/// A job with `read_iolog` is refused: its log cannot be read here (see
+/// [`fio_procs_loading`]).
 pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, SimError> {
+    fio_procs_loading(jf, m, &crate::iolog_front::no_logs)
+}
+
+/// Whether the job file sets `iodepth` for job `j` (fio's
+/// `fio_option_is_set`), in its section or in a global one before it.
+fn iodepth_set(jf: &iostack_workload::JobFile, j: &iostack_workload::JobSpec) -> bool {
+    let applied = j.global_options_applied.min(jf.global_options.len());
+    jf.global_options[..applied]
+        .iter()
+        .chain(&j.options)
+        .any(|e| e.name == "iodepth")
+}
+
+/// What fio's replay does not combine with (refused, not ignored).
+fn replay_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    let paced = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
+    let clash = [
+        (j.time_based, "time_based"),
+        (j.loops > 1, "loops"),
+        (j.number_ios > 0, "number_ios"),
+        (paced, "rate"),
+        (j.thinktime_ns > 0, "thinktime"),
+        (j.fsync > 0 || j.fdatasync > 0 || j.end_fsync, "fsync"),
+    ];
+    if let Some((_, what)) = clash.iter().find(|c| c.0) {
+        let msg = format!("read_iolog with {what} is not modelled yet");
+        return Err(at.err(Some("read_iolog"), msg));
+    }
+    Ok(())
+}
+
+/// The process of one clone of a `read_iolog` job: the log's I/Os on its
+/// file or device, with the job's engine, depth (a blktrace's probed depth
+/// unless `iodepth` is set) and `direct`.
+fn replay_proc(
+    jf: &iostack_workload::JobFile,
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    load: crate::iolog_front::LogLoader,
+    at: &JobAt,
+) -> Result<(ProcSpec, u32), SimError> {
+    replay_fits(j, at)?;
+    let name = j.read_iolog.as_deref().unwrap_or_default();
+    let r = crate::iolog_front::replay_job(name, &j.replay, m, load)
+        .map_err(|e| at.err(Some("read_iolog"), e))?;
+    let engine = engine_of(j, at)?;
+    let target = target_of(&r.path, r.region, m).map_err(|e| at.err(Some("read_iolog"), e))?;
+    if matches!(target, Target::File { .. }) {
+        fits_on_disk(r.region, m).map_err(|e| at.err(Some("read_iolog"), e))?;
+    }
+    let iodepth = if r.probed_depth > 0 && !iodepth_set(jf, j) {
+        r.probed_depth
+    } else {
+        j.iodepth
+    };
+    let bs = [r.bs[0].max(512), r.bs[1].max(512)];
+    let spec = ProcSpec {
+        group: j.group_id,
+        read_pct: r.read_pct,
+        bs,
+        bs_range: [(bs[0], bs[0]), (bs[1], bs[1])],
+        io_size: r.replay.ios.iter().map(|i| i.len).sum(),
+        engine,
+        iodepth,
+        startdelay: Duration(j.startdelay_ns),
+        stonewall: j.stonewall,
+        ioprio: (j.prioclass.unwrap_or(2) as u8, j.prio.unwrap_or(4) as u8),
+        direct: j.direct,
+        invalidate: j.invalidate,
+        fadvise: fadvise_of(j),
+        replay: Some(r.replay),
+        ..ProcSpec::direct_reader("fio", &j.name, target, r.region)
+    };
+    Ok((spec, iodepth))
+}
+
+/// As [`fio_procs`], reading `read_iolog` logs through `load`.
+pub fn fio_procs_loading(
+    jf: &iostack_workload::JobFile,
+    m: &Machine,
+    load: crate::iolog_front::LogLoader,
+) -> Result<Procs, SimError> {
     let mut out = Procs {
         procs: Vec::new(),
         meta: Vec::new(),
@@ -914,6 +1213,15 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
     check_refused(jf)?;
     for j in &jf.jobs {
         let at = JobAt(j);
+        if j.read_iolog.is_some() {
+            counts_fit(j, out.procs.len(), &at)?;
+            for clone in 0..j.numjobs {
+                let (spec, depth) = replay_proc(jf, j, m, load, &at)?;
+                out.meta.push(Some(job_meta(j, depth, spec.engine, clone)));
+                out.procs.push(spec);
+            }
+            continue;
+        }
         let (pattern, read_pct) = pattern_of(j, &at)?;
         let engine = engine_of(j, &at)?;
         partial_refusals(j, &at)?;
@@ -945,8 +1253,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
             };
             // Checked in sizes_of.
             let off = offset + offset_inc * u64::from(clone);
-            let target =
-                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?;
+            let diskless = j.ioengine == iostack_workload::IoEngine::Null;
+            let target = if diskless {
+                Target::Diskless { path: file.clone() }
+            } else {
+                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?
+            };
             out.procs.push(ProcSpec {
                 group: j.group_id,
                 pattern,
@@ -961,10 +1273,18 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 startdelay: Duration(j.startdelay_ns),
                 stonewall: j.stonewall && clone == 0,
                 ioprio: (prioclass, prio),
-                direct: j.direct,
+                // A diskless engine has no page cache to go through, nor a
+                // cache to drop (file_invalidate_cache returns at once).
+                direct: j.direct || diskless,
                 // fio unlinks and recreates the file of a write-only job unless
-                // `overwrite` is set (filesetup.c extend_file).
-                fresh: read_pct == 0 && !j.overwrite && !file.starts_with("/dev/"),
+                // `overwrite` is set (filesetup.c extend_file); clones sharing
+                // one `filename` find it made by the first (setup_files sees
+                // no file to extend) and write into it.
+                fresh: read_pct == 0
+                    && !j.overwrite
+                    && !file.starts_with("/dev/")
+                    && !diskless
+                    && (clone == 0 || j.files.is_empty()),
                 end_fsync: j.end_fsync,
                 fsync_every: u64::from(j.fsync.max(j.fdatasync)),
                 osync: j.sync != iostack_workload::SyncMode::None,
@@ -975,10 +1295,12 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                     (j.min_bs.write, j.max_bs.write),
                 ],
                 bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
-                invalidate: j.invalidate,
+                invalidate: j.invalidate && !diskless,
                 fadvise: fadvise_of(j),
                 think: think_of(j),
                 zoned: zoned_of(j, size, &at)?,
+                dist: dist_of(j, size, &at)?,
+                ba: blockalign_of(j, &at)?,
                 perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
                 seq_nr: rw_modifier_of(j, &at)?.0,
                 seq_add: rw_modifier_of(j, &at)?.1,
@@ -986,19 +1308,7 @@ pub fn fio_procs(jf: &iostack_workload::JobFile, m: &Machine) -> Result<Procs, S
                 rate,
                 ..ProcSpec::direct_reader("fio", &j.name, target, size)
             });
-            out.meta.push(Some(JobMeta {
-                name: j.name.clone(),
-                group: j.group_id,
-                options: j
-                    .options
-                    .iter()
-                    .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
-                    .collect(),
-                group_reporting: j.group_reporting,
-                iodepth: j.iodepth,
-                sync_engine: engine == Engine::Sync,
-                kb_base: j.kb_base,
-            }));
+            out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));
         }
     }
     Ok(out)

@@ -57,6 +57,28 @@ impl Lat {
         }
         self.buckets[b] += 1;
     }
+    /// Add another histogram's samples (fio's `group_reporting` sums).
+    pub fn merge(&mut self, o: &Lat) {
+        if o.n == 0 {
+            return;
+        }
+        if self.buckets.len() < o.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.min = if self.n == 0 {
+            o.min
+        } else {
+            self.min.min(o.min)
+        };
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+    }
+
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -126,6 +148,10 @@ pub struct ProcResult {
     /// fsyncs/fdatasyncs of `fsync=N`/`fdatasync=N` done (fio's sync
     /// `total_ios`).
     pub syncs: u64,
+    /// Bytes of the file this process created before the run, as fio's
+    /// `setup_files` lays out a missing file (`Laying out IO file`); `None`
+    /// when the file or device existed.
+    pub laid_out: Option<u64>,
 }
 
 impl ProcResult {
@@ -144,6 +170,7 @@ impl ProcResult {
             sys_ns: 0,
             ctx: 0,
             syncs: 0,
+            laid_out: None,
         }
     }
 

@@ -68,6 +68,9 @@ pub(crate) struct Task {
     /// The task is on the CPU until then (copies made before it went to sleep
     /// on a page); a wake-up cannot run it earlier.
     pub cpu_until: Instant,
+    /// The task is on the CPU in the block layer's scheduler hooks until
+    /// then (`World::charge_blk_cpu`).
+    pub blk_cpu_until: Instant,
     /// Bios built and not yet submitted (the submitter slept in
     /// `get_request_wait` between two of them).
     pub pending: VecDeque<Bio>,
@@ -111,6 +114,7 @@ impl Tasks {
             ioprio,
             blocked,
             cpu_until: Instant::ZERO,
+            blk_cpu_until: Instant::ZERO,
             pending: VecDeque::new(),
             plugs: 0,
             batch_plug: false,
@@ -196,6 +200,12 @@ pub(crate) struct JournalRun {
     pub start_waiters: Vec<TaskId>,
     /// Per inode: `i_sync_tid`, `i_datasync_tid`.
     pub tids: std::collections::BTreeMap<u32, (iostack_fs::jbd::Tid, iostack_fs::jbd::Tid)>,
+    /// Per inode: `i_mtime` at the file system's granularity (`s_time_gran`
+    /// over the tick-based `current_fs_time`).
+    pub mtime: std::collections::BTreeMap<u32, u64>,
+    /// Each task's journal work not yet done (it slept in it): a process's
+    /// write, or the handle writeback holds around an allocation.
+    pub ops: std::collections::BTreeMap<TaskId, JournalOp>,
 }
 
 /// One file-system operation's journal work not yet done: handles to start,
@@ -203,7 +213,6 @@ pub(crate) struct JournalRun {
 /// (`data=ordered`) and whether it changes what fdatasync must commit.
 #[derive(Debug, Default)]
 pub(crate) struct JournalOp {
-    pub ino: u32,
     pub handles: VecDeque<HandleWork>,
     /// The handle open now and how many of its blocks are dirtied.
     pub open: Option<(iostack_fs::jbd::HandleId, usize)>,
@@ -211,6 +220,7 @@ pub(crate) struct JournalOp {
 
 #[derive(Debug)]
 pub(crate) struct HandleWork {
+    pub ino: u32,
     pub credits: u64,
     pub meta: Vec<u64>,
     pub data: Option<u64>,

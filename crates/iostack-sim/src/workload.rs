@@ -68,6 +68,54 @@ pub struct Zoned {
     pub zones: [Vec<(u32, u64)>; 2],
 }
 
+/// What one entry of a replayed log does (fio's `io_piece` ddir).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayKind {
+    Io(Dir),
+    /// v2's `wait`: until `offset` ms after the start.
+    Wait,
+    /// A file action (`add`/`open`/`close`): only its delay.
+    Mark,
+}
+
+/// One entry of a replayed log: offset and length in bytes of the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayIo {
+    /// fio's `ipo->delay`, µs after the previous issue (`iolog_delay`).
+    pub delay_us: u64,
+    pub kind: ReplayKind,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// fio's `read_iolog`: the I/Os of a text iolog or a blktrace, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    pub ios: Vec<ReplayIo>,
+}
+
+impl Replay {
+    /// A digest of the entries for the configuration hash (FNV-1a over the
+    /// fields), so that the hash reads a long log in constant space.
+    pub fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for io in &self.ios {
+            let kind = match io.kind {
+                ReplayKind::Io(Dir::Read) => 0,
+                ReplayKind::Io(Dir::Write) => 1,
+                ReplayKind::Wait => 2,
+                ReplayKind::Mark => 3,
+            };
+            for v in [io.delay_us, kind, io.offset, io.len] {
+                for b in v.to_le_bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+            }
+        }
+        h
+    }
+}
+
 /// Where the I/O goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -80,6 +128,9 @@ pub enum Target {
     },
     /// A block device node (`/dev/sda`, `/dev/sda1`).
     Device { path: String },
+    /// The file of a diskless engine (fio's `null`, `FIO_DISKLESSIO`): no
+    /// file is made, no I/O reaches the block layer.
+    Diskless { path: String },
 }
 
 /// One process (a fio job clone or a dd).
@@ -164,6 +215,15 @@ pub struct ProcSpec {
     /// next (Bonnie's rewrite test: read(), dirty a word, lseek back,
     /// write()); `io_size` counts both.
     pub rewrite: bool,
+    /// Per direction: fio's `blockalign` (`ba`), where random offsets fall
+    /// (0: at multiples of `bs`).
+    pub ba: [u64; 2],
+    /// fio's `zipf`, `pareto` and `normal` random distributions (None:
+    /// uniform or zoned).
+    pub dist: Option<crate::dist::Dist>,
+    /// fio's `read_iolog`: the I/Os to issue, in order, instead of the
+    /// pattern (None: the pattern).
+    pub replay: Option<std::sync::Arc<Replay>>,
     /// The file is unlinked and created again at open (Bonnie's `newfile`
     /// with `create`): truncated to 0, its blocks freed and its pages dropped.
     pub recreate: bool,
@@ -206,6 +266,16 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.rewrite {
             d.field("rewrite", &self.rewrite);
+        }
+        if self.ba != [0, 0] {
+            d.field("ba", &self.ba);
+        }
+        if let Some(dist) = &self.dist {
+            d.field("dist", dist);
+        }
+        if let Some(r) = &self.replay {
+            d.field("replay_ios", &r.ios.len())
+                .field("replay_digest", &r.digest());
         }
         if self.recreate {
             d.field("recreate", &self.recreate);
@@ -288,6 +358,9 @@ impl ProcSpec {
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
+            ba: [0, 0],
+            dist: None,
+            replay: None,
             recreate: false,
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, JournalOp, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Blocked, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -33,6 +33,8 @@ pub struct IoEvent {
     pub at_ns: u64,
     /// I/Os in flight when this one was issued.
     pub depth: u32,
+    /// File (or device) offset of the I/O, bytes (fio's `io_u->offset`).
+    pub offset: u64,
 }
 
 /// Per-I/O observer (statistics front ends); called in event order.
@@ -177,8 +179,6 @@ pub(crate) struct Proc {
     seq_left: u32,
     /// An O_SYNC `write()` waiting for its sync before it returns.
     pub(crate) osync_op: Option<BufOp>,
-    /// Journal work of the last write not yet done (the task slept in it).
-    pub(crate) jop: Option<JournalOp>,
     /// A fresh file's creation has been journalled.
     pub(crate) created: bool,
     /// 2.4's `generic_osync_inode` before the next direct I/O.
@@ -187,6 +187,9 @@ pub(crate) struct Proc {
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
     pub(crate) jflush: bool,
+    /// fsync flushes the cache once the commit it waits for is done
+    /// (`ext4_sync_file`'s `needs_barrier`, 3.x and 6.x).
+    pub(crate) jbarrier: bool,
     /// The fsync in progress is an fdatasync.
     pub(crate) datasync: bool,
     /// When the fsync of `fsync=N` in progress was issued (fio counts and
@@ -202,6 +205,11 @@ pub(crate) struct Proc {
     pub(crate) invalidate_pending: bool,
     /// The task's writeback job is a `filemap_flush`: no wait at its end.
     pub(crate) fsync_nowait: bool,
+    /// fio's `read_iolog` replay state.
+    pub(crate) replay: crate::replay::ReplayState,
+    /// fio's zipf, pareto or gauss state of the file (`f->zipf`, `f->gauss`).
+    dist: Option<crate::dist::DistState>,
+    rng_dist: Rng,
 }
 
 pub struct Simulation {
@@ -216,6 +224,9 @@ pub struct Simulation {
     pub(crate) tasks: Tasks,
     pub(crate) tracer: Tracer,
     pub(crate) out: BlockOut,
+    /// The task whose step (or completion) is being run, for
+    /// `schedule_task` and `charge_blk_cpu`.
+    cur_task: Option<TaskId>,
     boundary: Boundary,
     write_flags: ReqFlags,
     pub(crate) bio_limits: BioLimits,
@@ -405,6 +416,7 @@ impl Simulation {
             tasks: Tasks::default(),
             tracer,
             out: BlockOut::default(),
+            cur_task: None,
             boundary,
             write_flags,
             bio_limits,
@@ -430,11 +442,12 @@ impl Simulation {
             .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
         let ctx = sim.tasks.get(kblockd).ctx();
         sim.queue.set_kblockd(ctx);
-        if sim.jbd.is_some() {
+        if let Some(j) = &sim.jbd {
             let pid = crate::jbd::KJOURNALD_PID;
+            let name = crate::jbd::thread_name(j, &sim.cfg.machine);
             sim.tasks
                 .add(kthread(KThread::Kjournald), pid, irq_cpu, (2, 4));
-            sim.tracer.process(pid, "kjournald");
+            sim.tracer.process(pid, &name);
         }
         sim.mount_dirty(Instant::ZERO);
         let buffered = sim
@@ -478,6 +491,7 @@ impl Simulation {
         let m = self.cfg.machine.clone();
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
+            let mut laid_out = None;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
                     let name = path
@@ -493,10 +507,12 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None if spec.fresh => self
-                            .fs
-                            .create(&name)
-                            .map_err(|e| SimError(format!("creating {path}: {e}")))?,
+                        None if spec.fresh => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .create(&name)
+                                .map_err(|e| SimError(format!("creating {path}: {e}")))?
+                        }
                         None if *size == 0 && spec.io_size > 0 => {
                             return Err(SimError(format!(
                                 "{}: {path}: No such file or directory (lay it out first, \
@@ -504,13 +520,21 @@ impl Simulation {
                                 spec.comm
                             )))
                         }
-                        None => self
-                            .fs
-                            .layout(&name, *size, *goal)
-                            .map_err(|e| SimError(format!("laying out {path}: {e}")))?,
+                        None => {
+                            laid_out = Some(*size);
+                            self.fs
+                                .layout(&name, *size, *goal)
+                                .map_err(|e| SimError(format!("laying out {path}: {e}")))?
+                        }
                     };
                     Backing::File(ino)
                 }
+                // Nothing is read or written: a raw backing the size of the
+                // region, never mapped (direct) nor built into bios.
+                Target::Diskless { .. } => Backing::Raw {
+                    dev: m.disk,
+                    size: spec.offset.saturating_add(spec.region),
+                },
                 Target::Device { path } => {
                     let disk = format!("/dev/{}", m.disk_name);
                     let part = m.part_name().map(|p| format!("/dev/{p}"));
@@ -549,7 +573,7 @@ impl Simulation {
                     spec.offset,
                     spec.region,
                     match &spec.target {
-                        Target::Device { path } => path.as_str(),
+                        Target::Device { path } | Target::Diskless { path } => path.as_str(),
                         Target::File { path, .. } => path.as_str(),
                     },
                     size
@@ -586,6 +610,7 @@ impl Simulation {
             };
             let mut result = ProcResult::new(&spec, pid);
             result.iodepth = depth;
+            result.laid_out = laid_out;
             let task = self
                 .tasks
                 .add(TaskKind::Process(i as u32), pid, cpu, spec.ioprio);
@@ -629,11 +654,11 @@ impl Simulation {
                 last_start: [0, 0],
                 seq_left: spec.seq_nr,
                 osync_op: None,
-                jop: None,
                 created: false,
                 osync24: Default::default(),
                 jwait: false,
                 jflush: false,
+                jbarrier: false,
                 datasync: false,
                 sync_issued: None,
                 pace: Default::default(),
@@ -641,6 +666,15 @@ impl Simulation {
                 ra_random: false,
                 invalidate_pending: false,
                 fsync_nowait: false,
+                replay: Default::default(),
+                dist: spec.dist.as_ref().map(|d| {
+                    // __init_rand_distribution: ranges of the smaller block
+                    // size over the file, drawn from the file's own state.
+                    let nranges = spec.region.div_ceil(bs_min);
+                    let mut rng = Rng::stream(self.cfg.seed, &format!("{label}/dist"));
+                    crate::dist::DistState::new(d, nranges, &mut rng)
+                }),
+                rng_dist: Rng::stream(self.cfg.seed, &format!("{label}/dist/draw")),
                 spec,
             });
             let map = match backing {
@@ -687,18 +721,27 @@ impl Simulation {
             if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
                 last_work = now;
             }
+            self.out.cpu_ns = 0;
             match s.event {
-                Ev::Task(t) => self.run_task(t, now),
+                Ev::Task(t) => {
+                    self.cur_task = Some(t);
+                    self.run_task(t, now);
+                    self.charge_blk_cpu(t, now);
+                }
                 Ev::IoDone(owner) => {
+                    self.cur_task = Some(owner.task);
                     self.io_done(owner, now);
                     self.sched_out(owner.task, now);
+                    self.charge_blk_cpu(owner.task, now);
                 }
                 Ev::Queue(qe) => {
                     self.queue.handle(now, qe, &mut self.tracer, &mut self.out);
                 }
                 Ev::BufDone(task) => {
+                    self.cur_task = Some(task);
                     self.buf_done(task, now);
                     self.sched_out(task, now);
+                    self.charge_blk_cpu(task, now);
                 }
                 Ev::WritebackTimer => self.flusher_timer(now),
                 Ev::CongestionTimeout(t) => self.congestion_timeout(t, now),
@@ -872,6 +915,10 @@ impl Simulation {
                 return false;
             }
         }
+        if let Some(r) = &p.spec.replay {
+            // read_iolog_get: done when the log is.
+            return p.replay.next < r.ios.len();
+        }
         // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
         if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
             return false;
@@ -894,6 +941,10 @@ impl Simulation {
             }
             // A writeback job it starts runs below, before the first I/O.
             self.open_file(pi);
+        }
+        // Journal work the task slept in, or writeback's allocation handles.
+        if !self.run_journal_op(TaskId(pi), now) {
+            return;
         }
         if self.fsync_pending(pi, now) {
             return;
@@ -927,6 +978,7 @@ impl Simulation {
                 Backing::Raw { dev, .. } => dev,
             };
             let flags = match s.dir {
+                Dir::Read if s.plan.read_sync => ReqFlags::READ | ReqFlags::SYNC,
                 Dir::Read => ReqFlags::READ,
                 Dir::Write => self.write_flags,
             };
@@ -1015,6 +1067,16 @@ impl Simulation {
         if self.osync_before_dio(pi, now) {
             return;
         }
+        let p = &self.procs[pi as usize];
+        if p.spec.replay.is_some() {
+            if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
+                let p = &mut self.procs[pi as usize];
+                p.bytes_issued += len;
+                p.ios_issued += 1;
+                self.issue_at(pi, dir, offset, len, now);
+            }
+            return;
+        }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
         let dir = if p.spec.rewrite {
@@ -1090,10 +1152,21 @@ impl Simulation {
                 p.last_start[dir as usize]
             }
             Pattern::Random { .. } if seq_now => p.last_end[dir as usize],
+            Pattern::Random { .. } if p.dist.is_some() => {
+                let d = p.dist.as_ref().expect("checked");
+                d.next(&mut p.rng_dist) * bs
+            }
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
                 let blocks = (p.spec.region / bs).max(1);
                 let z = p.spec.zoned.as_ref().unwrap();
                 zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
+            }
+            Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
+                // get_next_rand_offset with last_block: the region less
+                // `bs - ba`, in units of `ba`.
+                let ba = p.spec.ba[dir as usize];
+                let room = p.spec.region.saturating_sub(bs.saturating_sub(ba));
+                p.rng_off.below((room / ba).max(1)) * ba
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
@@ -1111,6 +1184,12 @@ impl Simulation {
         p.bytes_issued += len;
         p.ios_issued += 1;
         self.rate_issued(pi, dir, len);
+        self.issue_at(pi, dir, offset, len, now);
+    }
+
+    /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
+    /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
+    fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct {
             let page = iostack_mm::PAGE_SIZE;
@@ -1233,6 +1312,14 @@ impl Simulation {
         len: u64,
         plan: &mut DioPlan,
     ) -> Result<Duration, String> {
+        if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
+            // fio's null engine (engines/null.c): the I/O is done at once.
+            *plan = DioPlan {
+                bytes: len,
+                ..DioPlan::default()
+            };
+            return Ok(Duration::ZERO);
+        }
         let backing = self.procs[pi as usize].backing;
         let cost = self.get_block_cost24(backing, offset, len);
         let r = match backing {
@@ -1246,7 +1333,18 @@ impl Simulation {
                 self.bio_limits,
                 dio_holes(&self.cfg),
                 plan,
-            ),
+            )
+            .map(|()| {
+                // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
+                // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
+                plan.read_sync = !self.cfg.tunables.profile().single_queue();
+            }),
+            // 6.x: block/fops.c's blkdev_direct_IO, bios of BIO_MAX_VECS
+            // pages that blk_mq_submit_bio splits at the queue limits.
+            Backing::Raw { size, .. } if !self.cfg.tunables.profile().single_queue() => {
+                let sync = self.procs[pi as usize].spec.engine == Engine::Sync;
+                iostack_fs::blkdev_dio::build(size, dir == Dir::Write, sync, offset, len, plan)
+            }
             Backing::Raw { size, .. } => {
                 let mut raw = RawBdev::new(size, self.raw.blkbits());
                 dio::build(
@@ -1351,6 +1449,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: s.depth,
+                    offset: s.offset,
                 },
             );
         }
@@ -1405,6 +1504,7 @@ impl Simulation {
                     lat_ns: lat.as_ns(),
                     at_ns: now.since(p.start).as_ns(),
                     depth: 1,
+                    offset: op.offset,
                 },
             );
         }
@@ -1494,12 +1594,21 @@ impl Simulation {
             self.tasks.block(task, Blocked::OnJournal);
             return;
         }
+        if self.fsync_barrier(task, now) {
+            return;
+        }
         self.procs[pi as usize].jwait = false;
         self.fsync_finished(pi, now);
     }
 
     /// Run a task's next step: the event loop's dispatch by task id.
     fn run_task(&mut self, task: TaskId, now: Instant) {
+        let busy = self.tasks.get(task).blk_cpu_until;
+        if now < busy {
+            // Still on the CPU in the scheduler's hooks (`charge_blk_cpu`).
+            self.schedule_task(task, busy);
+            return;
+        }
         match self.tasks.kind(task) {
             TaskKind::Process(i) => self.step(i, now),
             TaskKind::KernelThread(KThread::Flusher) => self.flusher_step(now),
@@ -1510,8 +1619,31 @@ impl Simulation {
         self.sched_out(task, now);
     }
 
+    /// The CPU time the task spent in the I/O scheduler's hooks and on its
+    /// lock (`BlockOut::cpu_ns`) after it last scheduled its next step: system
+    /// time, and a wake-up does not run it before that work is done. Zero,
+    /// and nothing changes, without a blk-mq scheduler.
+    fn charge_blk_cpu(&mut self, task: TaskId, now: Instant) {
+        self.cur_task = None;
+        let ns = std::mem::take(&mut self.out.cpu_ns);
+        if ns == 0 {
+            return;
+        }
+        self.charge_sys(task, Duration(ns));
+        let t = self.tasks.get_mut(task);
+        t.blk_cpu_until = t.blk_cpu_until.max(now) + Duration(ns);
+    }
+
     /// Run a task's next step at `at`.
+    /// The task whose step is running charges the scheduler CPU time of its
+    /// block-layer calls so far on top (`BlockOut::cpu_ns`).
     pub(crate) fn schedule_task(&mut self, task: TaskId, at: Instant) {
+        let mut at = at;
+        if self.cur_task == Some(task) && self.out.cpu_ns > 0 {
+            let d = Duration(std::mem::take(&mut self.out.cpu_ns));
+            self.charge_sys(task, d);
+            at += d;
+        }
         self.evq.schedule(at, Ev::Task(task));
     }
 

@@ -161,6 +161,10 @@ impl Simulation {
     /// pass as mm's flusher policy decides (`Vm::flusher_pass_done`).
     pub(crate) fn flusher_step(&mut self, now: Instant) {
         let flusher = self.flusher();
+        // The handles of the allocations its last step made (ext4's journal).
+        if !self.run_journal_op(flusher, now) {
+            return;
+        }
         match self.vm.flusher_run(now) {
             FlusherRun::Idle => return,
             FlusherRun::NewPass => {
@@ -267,6 +271,7 @@ impl Simulation {
         let step = self.vm.writeback_step(&mut job, caller, &mut fs);
         *self.job_of(task) = job;
         self.wb_actions(task, now);
+        self.journal_writeback_alloc(task);
         step
     }
 

@@ -33,16 +33,15 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "blockalign=8k",
         "percentage_random=50",
         "nrfiles=4",
-        "filesize=1m",
+        "filesize=1m-2m",
         "fsync_on_close=1",
         "ramp_time=2s",
         "verify=md5",
         "zonemode=strided",
         "ioscheduler=deadline",
-        "write_bw_log=x",
-        "write_lat_log=x",
-        "write_iops_log=x",
-        "read_iolog=trace.log",
+        "write_hist_log=x",
+        "log_max_value=1",
+        "log_prio=1",
         "exitall",
     ];
     for opt in cases {
@@ -251,6 +250,47 @@ fn number_ios_issues_exactly_that_many() {
         assert_eq!(ios_of(&format!("{base}number_ios=100\n")), 100, "{extra}");
         assert_eq!(ios_of(&base), 1024, "{extra}");
     }
+}
+
+/// `filesize=` alone sizes the file and the job (fio's `setup_files`: `size`
+/// is the files' total when unset); with a smaller `size` the file keeps its
+/// size and the job does `size` bytes of I/O.
+#[test]
+fn filesize_sets_the_file_and_the_job_size() {
+    let job = "[j]\nrw=read\nbs=64k\ndirect=1\nfilesize=1m\n";
+    assert_eq!(ios_bytes_of(job), (16, 1 << 20));
+    let (ios, bytes) = ios_bytes_of(&format!("{job}size=256k\n"));
+    assert_eq!((ios, bytes), (4, 256 << 10));
+    let m = machine();
+    let procs = fio_procs_from_text("job.fio", &format!("{job}size=256k\n"), &m).unwrap();
+    assert_eq!(procs.procs[0].region, 1 << 20, "the file stays 1 MiB");
+}
+
+/// `numjobs` clones of a write job sharing one `filename`: the first makes
+/// the file, every clone writes its whole size into it (fio runs this).
+#[test]
+fn numjobs_clones_share_one_file() {
+    let r = run_null("[w]\nfilename=shared\nrw=write\nbs=64k\nsize=1m\nnumjobs=3\ndirect=1\n");
+    assert_eq!(r.procs.len(), 3);
+    for p in &r.procs {
+        assert_eq!(
+            (p.dirs[1].ios, p.dirs[1].bytes),
+            (16, 1 << 20),
+            "{:?}",
+            p.error
+        );
+    }
+}
+
+/// `ioengine=null` (fio's engines/null.c, a diskless engine): the job's
+/// I/Os are issued and done, none reaches the block layer, no file is made.
+#[test]
+fn null_engine_issues_nothing_to_the_device() {
+    let r = run_null(
+        "[j]\nioengine=null\nrw=randread\nnorandommap\nbs=4k\nsize=100g\nnumber_ios=1000\n",
+    );
+    assert_eq!(r.procs[0].dirs[0].ios, 1000, "{:?}", r.procs[0].error);
+    assert_eq!(r.queue.bytes_queued, 0);
 }
 
 /// `loops=3` reads the file three times (fio's `keep_running`), sequential and
@@ -469,8 +509,26 @@ fn zoned_distribution_puts_each_share_in_its_zone() {
         (uniform - 0.05).abs() < 0.02,
         "uniform: {uniform} in the first 5%"
     );
-    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nrandom_distribution=zipf:1.2\n");
+    let (msg, _, option) = refuse(
+        "[j]\nrw=randread\nbsrange=4k-8k\nnorandommap\nsize=1m\nrandom_distribution=zipf:1.2\n",
+    );
     assert_eq!(option.as_deref(), Some("random_distribution"), "{msg}");
+}
+
+/// `blockalign=16k` with 4 KiB random reads: every offset a multiple of
+/// 16 KiB (fio's random offsets in units of `ba`); without it about a
+/// quarter are.
+#[test]
+fn blockalign_places_random_offsets() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=4k\nsize=64m\ndirect=1\nnorandommap\nnumber_ios=2000\n";
+    let aligned = |extra: &str| {
+        let s = queued_sectors(&format!("{base}{extra}\n"));
+        assert_eq!(s.len(), 2000);
+        s.iter().filter(|&&x| x % 32 == 0).count()
+    };
+    assert_eq!(aligned("blockalign=16k"), 2000);
+    let plain = aligned("");
+    assert!((400..600).contains(&plain), "{plain} of 2000 aligned");
 }
 
 /// `percentage_random=50` with `norandommap`: about half the I/Os continue

@@ -62,13 +62,24 @@ fn run_on(
     sets: &[&str],
     procs: Vec<ProcSpec>,
 ) -> (Vec<Q>, Vec<(u64, u64)>, Vec<String>) {
+    run_machine(machine::preset(machine).unwrap(), sched, sets, procs)
+}
+
+/// A run on `m`: its queued writes, the processes' (start, end) in ns, and
+/// the trace's messages.
+fn run_machine(
+    m: machine::Machine,
+    sched: &str,
+    sets: &[&str],
+    procs: Vec<ProcSpec>,
+) -> (Vec<Q>, Vec<(u64, u64)>, Vec<String>) {
     let mut t = Tunables::new(Profile::V2_6_33, &tunable_tables());
     for s in sets {
         t.set_str(s).unwrap();
     }
     let cfg = SimConfig {
         scheduler: sched.into(),
-        machine: machine::preset(machine).unwrap(),
+        machine: m,
         tunables: t,
         seed: Seed(3),
         procs,
@@ -210,4 +221,73 @@ fn cfq_idles_on_the_fsyncing_process_and_the_yield_series_hands_the_disk_to_kjou
     assert!(took(&vanilla) > 8_000_000, "vanilla {}", took(&vanilla));
     assert!(took(&yielded) < 4_000_000, "yield {}", took(&yielded));
     assert_eq!(took(&yielded), took(&deadline));
+}
+
+/// ext4 on jbd2 as 2.6.34 runs it (`fs/jbd2/commit.c`
+/// `jbd2_journal_commit_transaction`, `fs/ext4/fsync.c` `ext4_sync_file`): the
+/// fsync's data as `WRITE_SYNC_PLUG`; the log's descriptor and metadata blocks
+/// as plain `WRITE` (jbd2's `write_op` when no synchronous handle joined); the
+/// commit block as `WRITE_SYNC_PLUG` with the barrier; the metadata of the
+/// create (inode bitmap, inode table, group descriptor, directory) and of the
+/// allocation at writeback (block bitmap) in the log.
+#[test]
+fn ext4_fsync_on_2_6_34_logs_the_create_and_the_allocation_then_a_barrier_commit() {
+    let ext4 = &["fs/ext4/journal=1"];
+    let (qs, _, _) = run_on_fs("ext4", ext4, vec![writer("f", 1000, 64, true, true)]);
+    let data: Vec<&Q> = qs.iter().filter(|q| q.2 == 1000).collect();
+    let journal: Vec<&Q> = qs.iter().filter(|q| q.2 == KJOURNALD).collect();
+    assert_eq!(data.len(), 16);
+    assert!(data.iter().all(|q| q.3.contains(ReqFlags::SYNC)));
+    let (commit, log) = journal.split_last().unwrap();
+    // Descriptor + block bitmap, inode bitmap, group descriptor, inode table,
+    // root directory block.
+    assert_eq!(log.len(), 6, "{journal:?}");
+    assert!(log.iter().all(|q| q.3 == ReqFlags::WRITE), "{log:?}");
+    assert!(
+        commit.3.contains(ReqFlags::FLUSH | ReqFlags::SYNC),
+        "{commit:?}"
+    );
+    assert!(!commit.3.contains(ReqFlags::UNPLUG), "WRITE_SYNC_PLUG");
+}
+
+/// A write pass and then a rewrite of the same file, each ending in fsync,
+/// within the same second: ext4's nanosecond timestamps dirty the inode again
+/// on the rewrite's `write()` a tick after the last (`file_update_time` →
+/// `ext4_dirty_inode`), so the rewrite's fsync commits a transaction holding
+/// the inode block; ext3's mtime in seconds has not changed, and its fsync
+/// finds nothing to commit and only flushes the cache (`ext3_sync_file`).
+#[test]
+fn a_rewrite_commits_the_inode_on_ext4_and_only_flushes_on_ext3() {
+    let passes = || {
+        let mut rewrite = writer("f", 1001, 64, false, true);
+        rewrite.stonewall = true;
+        vec![writer("f", 1000, 64, true, true), rewrite]
+    };
+    let commits = |qs: &[Q]| {
+        qs.iter()
+            .filter(|q| q.2 == KJOURNALD && q.3.contains(ReqFlags::FLUSH))
+            .count()
+    };
+    let (q4, _, _) = run_on_fs("ext4", &["fs/ext4/journal=1"], passes());
+    assert_eq!(commits(&q4), 2, "{q4:?}");
+    let (q3, _, _) = run_on_fs("ext3", &["fs/ext3/barrier=1"], passes());
+    assert_eq!(commits(&q3), 1, "{q3:?}");
+    let own_flush = q3
+        .iter()
+        .filter(|q| q.2 == 1001 && q.3.contains(ReqFlags::FLUSH));
+    assert_eq!(own_flush.count(), 1, "{q3:?}");
+}
+
+/// `run_on` on sata-2010 with deadline and the file system replaced.
+fn run_on_fs(
+    fs: &str,
+    sets: &[&str],
+    procs: Vec<ProcSpec>,
+) -> (Vec<Q>, Vec<(u64, u64)>, Vec<String>) {
+    let mut m = machine::preset("sata-2010").unwrap();
+    m.fs = match fs {
+        "ext4" => machine::FsKind::Ext4,
+        _ => machine::FsKind::Ext3,
+    };
+    run_machine(m, "deadline", sets, procs)
 }

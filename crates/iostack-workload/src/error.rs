@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Math,
     /// Include nesting is too deep (include loop).
     IncludeDepth,
+    /// A valid option the simulator does not model (set by iostack's
+    /// front end, never by the parser).
+    Refused,
 }
 
 /// An error in a fio job file, with the place it was found.
@@ -39,7 +42,7 @@ pub struct FioError {
     /// 1-based line number, 0 if the error is about the whole file.
     pub line: usize,
     /// Option name as written, if the error is about an option.
-    pub option: Option<String>,
+    pub option: Option<Box<str>>,
     /// Option value as written (before `${VAR}` substitution), if any.
     pub value: Option<Box<str>>,
     /// Error class.
@@ -48,6 +51,10 @@ pub struct FioError {
     pub message: String,
     /// Closest known option name, for unknown options.
     pub suggestion: Option<Box<str>>,
+    /// The next problem found in the same run, in file order (a job file's
+    /// every error is reported at once; this one is the first, see
+    /// [`FioError::all`]).
+    pub next: Option<Box<FioError>>,
 }
 
 impl FioError {
@@ -65,17 +72,45 @@ impl FioError {
             kind,
             message,
             suggestion: None,
+            next: None,
         }
+    }
+
+    /// A refusal of the simulator's front end at `file:line`, option `option`
+    /// (its message to be set by the caller).
+    pub fn new_refused(file: impl Into<PathBuf>, line: usize, option: &str) -> Self {
+        FioError {
+            option: Some(option.into()),
+            ..FioError::new(file, line, ErrorKind::Refused, String::new())
+        }
+    }
+
+    /// The first of `errors` with the others chained in `next`; `None` if empty.
+    pub fn collect(errors: Vec<FioError>) -> Option<FioError> {
+        errors.into_iter().rev().fold(None, |next, mut e| {
+            e.next = next.map(Box::new);
+            Some(e)
+        })
+    }
+
+    /// This problem and the ones chained after it.
+    pub fn all(&self) -> impl Iterator<Item = &FioError> {
+        std::iter::successors(Some(self), |e| e.next.as_deref())
     }
 }
 
 impl fmt::Display for FioError {
+    /// One `FILE:LINE: MESSAGE` line per problem.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)?;
         } else {
-            write!(f, "{}: {}", self.file.display(), self.message)
+            write!(f, "{}: {}", self.file.display(), self.message)?;
         }
+        if let Some(e) = &self.next {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
     }
 }
 

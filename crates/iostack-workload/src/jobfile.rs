@@ -373,7 +373,7 @@ impl Reader<'_> {
         self.env.read(path).map_err(|e| {
             let (f, l) = at.map_or((path.to_path_buf(), 0), |(f, l)| (f.to_path_buf(), l));
             FioError {
-                option: at.map(|_| "include".to_string()),
+                option: at.map(|_| "include".into()),
                 value: at.map(|_| path.display().to_string().into()),
                 ..FioError::new(
                     f,
@@ -490,7 +490,7 @@ fn outside(path: &Path, line: usize, text: &str) -> FioError {
     let (name, value) = split_opt(text);
     FioError {
         // A line such as `=x` names no option.
-        option: (!name.is_empty()).then_some(name),
+        option: (!name.is_empty()).then(|| name.into()),
         value: value.map(Into::into),
         ..FioError::new(
             path,
@@ -509,7 +509,7 @@ fn opt_error(
     msg: String,
 ) -> FioError {
     FioError {
-        option: (!name.is_empty()).then(|| name.to_string()),
+        option: (!name.is_empty()).then(|| name.into()),
         value: value.map(Into::into),
         ..FioError::new(&raw.file, raw.line, kind, msg)
     }
@@ -519,11 +519,14 @@ fn opt_error(
 /// A section's options in file order, and its `--showcmd` list.
 type Applied = (Vec<OptionEntry>, Vec<(String, Option<String>)>);
 
+/// Every problem of the section is collected (the bad option is skipped, as if
+/// not written) and returned with what applied.
 fn apply_section(
     state: &mut OptState,
     opts: &[RawOpt],
     env: &ParseEnv,
-) -> Result<Applied, FioError> {
+) -> (Applied, Vec<FioError>) {
+    let mut errors = Vec::new();
     struct Prepared {
         idx: usize,
         written_name: String,
@@ -535,15 +538,19 @@ fn apply_section(
     for (idx, raw) in opts.iter().enumerate() {
         let (written_name, written_value) = split_opt(&raw.text);
         let subst = substitute_env(&raw.text, &env.vars);
-        let expanded = substitute_keywords(&subst, env).map_err(|e| {
-            opt_error(
-                raw,
-                &written_name,
-                written_value.as_deref(),
-                ErrorKind::Math,
-                format!("option '{written_name}': {e}"),
-            )
-        })?;
+        let expanded = match substitute_keywords(&subst, env) {
+            Ok(x) => x,
+            Err(e) => {
+                errors.push(opt_error(
+                    raw,
+                    &written_name,
+                    written_value.as_deref(),
+                    ErrorKind::Math,
+                    format!("option '{written_name}': {e}"),
+                ));
+                continue;
+            }
+        };
         let (name, value) = split_opt(&expanded);
         prepared.push(Prepared {
             idx,
@@ -557,6 +564,7 @@ fn apply_section(
     // written.
     let prio = |p: &Prepared| find_option(&p.written_name).map_or(0, |o| o.prio);
     let mut order: Vec<usize> = (0..prepared.len()).collect();
+    // Indices into `prepared` from here on; `p.idx` is the option's index in `opts`.
     order.sort_by_key(|&i| -i32::from(prio(&prepared[i])));
 
     let mut entries: Vec<Option<OptionEntry>> = vec![None; opts.len()];
@@ -603,7 +611,11 @@ fn apply_section(
     for &i in &order {
         let p = &prepared[i];
         match find_option(&p.name) {
-            Some(o) => apply(o, p, state)?,
+            Some(o) => {
+                if let Err(e) = apply(o, p, state) {
+                    errors.push(e);
+                }
+            }
             None => unknown.push(i),
         }
     }
@@ -611,7 +623,11 @@ fn apply_section(
         let p = &prepared[i];
         let engine = state.ioengine().to_string();
         match find_engine_option(&engine, &p.name) {
-            Some(o) => apply(o, p, state)?,
+            Some(o) => {
+                if let Err(e) = apply(o, p, state) {
+                    errors.push(e);
+                }
+            }
             None => {
                 let raw = &opts[p.idx];
                 let suggestion: Option<Box<str>> = closest_option(&p.name).map(Into::into);
@@ -637,7 +653,7 @@ fn apply_section(
                         owners.join("/")
                     );
                 }
-                return Err(FioError {
+                errors.push(FioError {
                     suggestion: if owners.is_empty() { suggestion } else { None },
                     ..opt_error(
                         raw,
@@ -650,7 +666,9 @@ fn apply_section(
             }
         }
     }
-    Ok((entries.into_iter().flatten().collect(), dump))
+    // In the order of the file (fio's priority order is not the reader's).
+    errors.sort_by_key(|e| e.line);
+    ((entries.into_iter().flatten().collect(), dump), errors)
 }
 
 /// Parse a fio job file from disk (or from `env.files`).
@@ -687,14 +705,44 @@ pub fn parse_job_str(
     parse_job_bytes(text.as_bytes(), path.as_ref(), env)
 }
 
-/// Parse job-file bytes (not necessarily UTF-8).
+/// Parse job-file bytes (not necessarily UTF-8). Every problem of the file's
+/// options is reported: the error is the first, its `next` the others.
 pub fn parse_job_bytes(
     bytes: &[u8],
     path: impl AsRef<Path>,
     env: &ParseEnv,
 ) -> Result<JobFile, FioError> {
+    let (jf, errors) = parse_job_bytes_all(bytes, path, env)?;
+    match FioError::collect(errors) {
+        Some(e) => Err(e),
+        None => Ok(jf),
+    }
+}
+
+/// As [`parse_job_file`], but the option errors (unknown, malformed,
+/// deprecated options, bad arithmetic) come back beside the job file built
+/// without the bad options, so that a caller can add its own (the simulator's
+/// refusals) and report them all at once. Errors that stop the reading (a file
+/// that cannot be read, an option outside a section, include loops) are still
+/// the `Err`.
+pub fn parse_job_file_all(
+    path: impl AsRef<Path>,
+    env: &ParseEnv,
+) -> Result<(JobFile, Vec<FioError>), FioError> {
+    let path = path.as_ref();
+    let bytes = Reader { env }.read_file(path, None)?;
+    parse_job_bytes_all(&bytes, path, env)
+}
+
+/// As [`parse_job_file_all`] for job-file bytes.
+pub fn parse_job_bytes_all(
+    bytes: &[u8],
+    path: impl AsRef<Path>,
+    env: &ParseEnv,
+) -> Result<(JobFile, Vec<FioError>), FioError> {
     let path = path.as_ref();
     let raw_sections = read_sections(bytes, path, env)?;
+    let mut errors = Vec::new();
     let mut global = OptState::with_defaults();
     let mut sections = Vec::new();
     let mut global_options = Vec::new();
@@ -713,17 +761,26 @@ pub fn parse_job_bytes(
             cmdline: Vec::new(),
         };
         if is_global {
-            let (entries, dump) = apply_section(&mut global, &rs.opts, env)?;
+            let ((entries, dump), errs) = apply_section(&mut global, &rs.opts, env);
+            errors.extend(errs);
             global_options.extend(entries.iter().cloned());
             global_cmdline.extend(dump);
             section.options = entries;
             section.cmdline = global_cmdline.clone();
         } else {
             let mut st = global.clone();
-            let (entries, dump) = apply_section(&mut st, &rs.opts, env)?;
+            let ((entries, dump), errs) = apply_section(&mut st, &rs.opts, env);
+            errors.extend(errs);
             section.options = entries;
             section.cmdline = dump;
-            let mut job = build_job(&st, &section, global_options.len())?;
+            let mut job = match build_job(&st, &section, global_options.len()) {
+                Ok(job) => job,
+                Err(e) => {
+                    errors.push(e);
+                    sections.push(section);
+                    continue;
+                }
+            };
             if (job.stonewall || job.new_group) && prev_group_jobs > 0 {
                 prev_group_jobs = 0;
                 group_id += 1;
@@ -734,12 +791,13 @@ pub fn parse_job_bytes(
         }
         sections.push(section);
     }
-    Ok(JobFile {
+    let jf = JobFile {
         path: path.to_path_buf(),
         sections,
         global_options,
         jobs,
-    })
+    };
+    Ok((jf, errors))
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ mod bonnie;
 mod dd;
 mod error;
 mod fs_mark;
+pub mod iolog;
 mod iozone;
 mod jobfile;
 mod number;
@@ -66,9 +67,11 @@ pub use bonnie::{parse_bonnie_args, BonnieError, BonnieSpec, BONNIE_CHUNK, BONNI
 pub use dd::{parse_dd_args, parse_dd_command_line, DdConv, DdFlags, DdSpec, DdStatus};
 pub use error::{DdError, ErrorKind, FioError};
 pub use fs_mark::{parse_fs_mark_args, DirPolicy, FsMarkError, FsMarkSpec, FSMARK_SYNC_STRINGS};
+pub use iolog::{parse_iolog, Iolog, IologAction, IologError, IologIo, ReplayOptions};
 pub use iozone::{parse_iozone_args, IozoneError, IozoneSpec, IOZONE_TESTS};
 pub use jobfile::{
-    parse_job_bytes, parse_job_file, parse_job_str, JobFile, OptionEntry, ParseEnv, Section,
+    parse_job_bytes, parse_job_bytes_all, parse_job_file, parse_job_file_all, parse_job_str,
+    JobFile, OptionEntry, ParseEnv, Section,
 };
 pub use number::{
     parse_size, parse_time_ns, size_multiplier, NumberError, TimeUnit, KB_BASE_DEFAULT,

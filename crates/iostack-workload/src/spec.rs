@@ -521,6 +521,8 @@ pub struct JobSpec {
     pub write_iolog: Option<String>,
     /// `read_iolog=`.
     pub read_iolog: Option<String>,
+    /// The `replay_*` options of `read_iolog`.
+    pub replay: crate::iolog::ReplayOptions,
     /// `zero_buffers`.
     pub zero_buffers: bool,
     /// `refill_buffers`.
@@ -539,12 +541,27 @@ pub struct JobSpec {
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
     pub per_job_logs: bool,
+    /// `log_offset`: logs carry each I/O's offset.
+    pub log_offset: bool,
+    /// `bs_is_seq_rand`.
+    pub bs_is_seq_rand: bool,
+    /// `significant_figures=` (default 4).
+    pub sig_figs: u32,
+    /// `slat_percentiles`.
+    pub slat_percentiles: bool,
+    /// `disable_clat`.
+    pub disable_clat: bool,
+    /// `disable_slat`.
+    pub disable_slat: bool,
     /// `lat_percentiles`.
     pub lat_percentiles: bool,
     /// `clat_percentiles` (default true).
     pub clat_percentiles: bool,
     /// `percentile_list=`.
     pub percentile_list: Vec<f64>,
+    /// Digits printed after the point of a percentile (most digits after a
+    /// '.' in `percentile_list`; 0 when not set).
+    pub percentile_precision: u32,
     /// `gtod_reduce`.
     pub gtod_reduce: bool,
     /// `disable_lat` (also set by gtod_reduce).
@@ -849,6 +866,14 @@ pub(crate) fn build_job(
             .then(|| st.text("cpumask").unwrap_or("").to_string()),
         write_iolog: st.text("write_iolog_file").map(str::to_string),
         read_iolog: st.text("read_iolog_file").map(str::to_string),
+        replay: crate::iolog::ReplayOptions {
+            no_stall: st.flag("no_stall"),
+            time_scale: u64c(st.int("replay_time_scale")).max(1),
+            scale: u64c(st.int("replay_scale")),
+            align: u64c(st.int("replay_align")),
+            redirect: st.text("replay_redirect").map(str::to_string),
+            skip: crate::iolog::ReplayOptions::skip_of(st.text("replay_skip").unwrap_or("")),
+        },
         zero_buffers: st.flag("zero_buffers"),
         refill_buffers: st.flag("refill_buffers"),
         scramble_buffers: st.flag("scramble_buffers"),
@@ -861,6 +886,12 @@ pub(crate) fn build_job(
         write_iops_log: log("write_iops_log", "iops_log_file"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
+        log_offset: st.flag("log_offset"),
+        bs_is_seq_rand: st.flag("bs_is_seq_rand"),
+        sig_figs: u32c(st.int("sig_figs")),
+        slat_percentiles: st.flag("slat_percentiles"),
+        disable_clat: st.flag("disable_clat"),
+        disable_slat: st.flag("disable_slat"),
         lat_percentiles: st.flag("lat_percentiles"),
         clat_percentiles: st.flag("clat_percentiles"),
         percentile_list: st
@@ -868,6 +899,7 @@ pub(crate) fn build_job(
             .get("percentile_list")
             .cloned()
             .unwrap_or_default(),
+        percentile_precision: u32c(st.int("percentile_precision")),
         gtod_reduce: st.flag("gtod_reduce"),
         disable_lat: st.flag("disable_lat"),
         options: section.options.clone(),

@@ -414,6 +414,17 @@ impl OptState {
         if list.is_empty() {
             return Err(format!("invalid list '{v}'"));
         }
+        if o.field == "percentile_list" {
+            // parse.c: the print precision is the most digits after a '.'.
+            let prec = v
+                .split(':')
+                .filter_map(|t| t.split_once('.'))
+                .map(|(_, f)| f.bytes().take_while(u8::is_ascii_digit).count())
+                .max()
+                .unwrap_or(0);
+            self.nums
+                .insert("percentile_precision", [Scalar::Int(prec as i128); 3]);
+        }
         self.floats.insert(o.field, list);
         Ok(())
     }

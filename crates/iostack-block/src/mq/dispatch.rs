@@ -22,7 +22,7 @@ impl MqQueue {
         let hc = &self.hctxs[h as usize];
         !hc.dispatch.is_empty()
             || hc.cpus.iter().any(|&c| !self.ctxs[c as usize].is_empty())
-            || self.elv.as_ref().is_some_and(|e| e.has_work())
+            || self.elv.as_ref().is_some_and(|e| e.has_work(h))
     }
 
     /// `blk_mq_run_hw_queue`: nothing without pending work; asynchronously
@@ -89,9 +89,9 @@ impl MqQueue {
             self.do_dispatch_sched(now, h, ctx, tr, out);
             return;
         }
-        let cpus = self.hctxs[h as usize].cpus.clone();
         let mut list = Vec::new();
-        for c in cpus {
+        for i in 0..self.hctxs[h as usize].cpus.len() {
+            let c = self.hctxs[h as usize].cpus[i];
             list.extend(self.ctxs[c as usize].drain(..));
         }
         if !list.is_empty() {
@@ -119,7 +119,7 @@ impl MqQueue {
             };
             let mut list = Vec::new();
             while (list.len() as u32) < max {
-                if !self.elv.as_ref().is_some_and(|e| e.has_work()) {
+                if !self.elv.as_ref().is_some_and(|e| e.has_work(h)) {
                     break;
                 }
                 if !self.hctxs[h as usize].dispatch.is_empty() {
@@ -128,10 +128,11 @@ impl MqQueue {
                 if !self.get_budget() {
                     break;
                 }
+                self.sched_cpu(now, self.cost.dispatch_ns, out);
                 let Some(rq) = self
                     .elv
                     .as_mut()
-                    .and_then(|e| e.dispatch_request(now, &self.rqs))
+                    .and_then(|e| e.dispatch_request(now, h, &self.rqs))
                 else {
                     self.put_budget();
                     break;
@@ -388,6 +389,12 @@ impl MqQueue {
         let irq = self.irq_ctx(h);
         self.trace_rq(now, rq, irq, Action::Complete, tr);
         self.account_done(now, rq);
+        if self.rqs.get(rq).sorted {
+            if let Some(e) = self.elv.as_mut() {
+                e.completed_request(now, &self.rqs, rq);
+            }
+            self.sync_elv_timer(out);
+        }
         if !self.flush_complete(now, rq, tr, out) {
             self.end_bios(rq, out);
             self.free_request(now, rq, tr, out);
@@ -425,14 +432,15 @@ impl MqQueue {
             let bio = self.bios.free(b);
             self.stats.bios_completed += 1;
             self.stats.bytes_completed += bio.bytes();
-            out.completed.push(CompletedBio {
+            let c = CompletedBio {
                 owner: bio.owner,
                 sector: bio.sector,
                 bytes: bio.bytes(),
                 flags: bio.flags,
                 submitted_at: bio.submitted_at,
                 error: 0,
-            });
+            };
+            self.end_bio(b, c, &mut out.completed);
             next = bio.next;
         }
     }
@@ -452,6 +460,8 @@ impl MqQueue {
             if let Some(e) = self.elv.as_mut() {
                 e.finish_request(&self.rqs, rq);
             }
+            self.sched_cpu(now, self.cost.completion_ns, out);
+            self.run_woken_hctxs(now, tr, out);
         }
         if self.last_merge == Some(rq) {
             self.last_merge = None;
@@ -491,6 +501,11 @@ impl MqQueue {
     ) {
         let hc = &mut self.hctxs[h as usize];
         let n = hc.tags.put(tag, cpu);
+        if n == 0 {
+            return;
+        }
+        // The batch is taken off the wait list before any retries (a retry
+        // that fails queues again at the tail).
         let wake: Vec<BioId> = (0..n)
             .filter_map(|_| hc.tags.wake_one().map(BioId))
             .collect();
@@ -525,6 +540,57 @@ impl MqQueue {
             hc.restart = false;
             self.run_hw_queue(now, h, true, irq, tr, out);
         }
+    }
+
+    /// The hardware queues the scheduler woke (`kyber_domain_wake`) run
+    /// asynchronously.
+    pub(super) fn run_woken_hctxs(&mut self, now: Instant, tr: &mut Tracer, out: &mut BlockOut) {
+        let mut woken = Vec::new();
+        if let Some(e) = self.elv.as_mut() {
+            e.take_wakeups(&mut woken);
+        }
+        for h in woken {
+            if h == super::ALL_HCTXS {
+                let k = self.kblockd;
+                self.run_hw_queues(now, true, k, tr, out);
+                continue;
+            }
+            let irq = self.irq_ctx(h);
+            self.run_hw_queue(now, h, true, irq, tr, out);
+        }
+    }
+
+    /// Arm the queue's event for the scheduler's timer when it moved
+    /// (`mod_timer`); an event of an older arming is stale.
+    pub(super) fn sync_elv_timer(&mut self, out: &mut BlockOut) {
+        let want = self.elv.as_ref().and_then(|e| e.timer());
+        if want != self.elv_timer_at {
+            self.elv_timer_gen += 1;
+            self.elv_timer_at = want;
+            if let Some(at) = want {
+                out.events
+                    .push((at, QueueEvent::ElvTimer(self.elv_timer_gen)));
+            }
+        }
+    }
+
+    /// The scheduler's timer fired (a softirq on the kblockd CPU).
+    pub(super) fn elv_timer(
+        &mut self,
+        now: Instant,
+        gen: u64,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        if gen != self.elv_timer_gen {
+            return;
+        }
+        self.elv_timer_at = None;
+        if let Some(e) = self.elv.as_mut() {
+            e.timer_fired(now);
+        }
+        self.sync_elv_timer(out);
+        self.run_woken_hctxs(now, tr, out);
     }
 
     /// kblockd runs `hctx->run_work` (`blk_mq_run_work_fn`).

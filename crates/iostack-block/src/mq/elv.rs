@@ -185,7 +185,8 @@ impl MqQueue {
         out: &mut BlockOut,
     ) {
         self.mq_mut(rq).loc = Loc::SwQueue; // in transit
-        if self.cfg.nomerges < 2 && !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE) {
+        let rqhash = self.elv.as_ref().is_some_and(|e| e.rqhash());
+        if rqhash && self.cfg.nomerges < 2 && !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE) {
             let mut cur = rq;
             let mut merged = false;
             if let Some(lm) = self.last_merge {
@@ -213,13 +214,15 @@ impl MqQueue {
             }
         }
         self.trace_rq(now, rq, ctx, Action::Insert, tr);
+        self.sched_cpu(now, self.cost.insert_ns, out);
+        let h = self.mq(rq).hctx;
         self.rqs.get_mut(rq).sorted = true;
         self.mq_mut(rq).loc = Loc::Sched;
         self.elv
             .as_mut()
             .expect("scheduler")
-            .insert_request(now, &mut self.rqs, rq);
-        if !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE) {
+            .insert_request(now, h, &mut self.rqs, rq);
+        if rqhash && !self.rqs.get(rq).flags.contains(ReqFlags::NOMERGE) {
             self.hash_add(rq);
             if self.last_merge.is_none() {
                 self.last_merge = Some(rq);

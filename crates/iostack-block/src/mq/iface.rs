@@ -53,8 +53,9 @@ impl BlockQueue for MqQueue {
                 let k = self.kblockd;
                 self.run_work(now, w, k, tr, out);
             }
-            // blk-mq arms neither the unplug timer nor an elevator timer.
-            QueueEvent::UnplugTimer(_) | QueueEvent::ElvTimer(_) => {}
+            QueueEvent::ElvTimer(gen) => self.elv_timer(now, gen, tr, out),
+            // blk-mq has no unplug timer.
+            QueueEvent::UnplugTimer(_) => {}
         }
         self.check();
     }

@@ -25,8 +25,9 @@
 //!
 //! Flushes and FUA follow `blk-flush.c` (`flush.rs`).
 //!
-//! Not modelled: bio splitting (`__bio_split_to_limits`: the bio builders above never
-//! exceed the queue limits), requeues, shared tag sets, io_uring's cached
+//! Bios over the queue limits are split (`split.rs`, `__bio_split_to_limits`).
+//!
+//! Not modelled: requeues, shared tag sets, io_uring's cached
 //! request batches, rq-qos (wbt).
 
 mod dispatch;
@@ -34,15 +35,16 @@ mod elv;
 mod flush;
 mod iface;
 mod sched;
+mod split;
 mod submit;
 mod tags;
 
-pub use sched::MqElevator;
+pub use sched::{MqElevator, SchedCost, ALL_HCTXS};
 pub use tags::Tags;
 
 use crate::bio::{BioId, BioSlab};
 use crate::limits::{Partition, QueueLimits};
-use crate::queue::{Ctx, QueueConfig, QueueStats};
+use crate::queue::{BlockOut, Ctx, QueueConfig, QueueStats};
 use crate::request::{RequestPool, RqId};
 use iostack_core::{Action, DevT, Pdu, Sector, TaskId, TraceMask, Tracer};
 use iostack_des::Instant;
@@ -214,12 +216,26 @@ pub struct MqQueue {
     /// Flush requests in flight and whether each borrows its first waiter's
     /// driver tag (no scheduler).
     borrowed_tag: Vec<(RqId, bool)>,
+    /// Split bios (`bio_chain`): the chains, each bio's chain, and the
+    /// remainder to submit once a sleeping front part has its request.
+    chains: iostack_core::Slab<split::Chain>,
+    chain_of: BTreeMap<u32, u32>,
+    split_rest: BTreeMap<u32, BioId>,
+    /// The scheduler's timer as armed, and its generation.
+    elv_timer_at: Option<Instant>,
+    elv_timer_gen: u64,
+    /// The scheduler's CPU costs, and when its queue-wide lock is free.
+    cost: SchedCost,
+    lock_free_at: Instant,
 }
 
 impl MqQueue {
     /// `blk_mq_init_queue` over the device's tag set, with scheduler `elv`
     /// (`None` is `none`).
-    pub fn new(cfg: MqConfig, elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
+    pub fn new(cfg: MqConfig, mut elv: Option<Box<dyn MqElevator>>, dev: Box<dyn Device>) -> Self {
+        if let Some(e) = elv.as_mut() {
+            e.set_nonrot(!dev.rotational());
+        }
         let nr_hw = dev.nr_hw_queues().clamp(1, cfg.nr_cpus);
         let depth = dev.queue_depth();
         let nr_requests = match (&elv, cfg.nr_requests) {
@@ -251,6 +267,13 @@ impl MqQueue {
             flush_list: Vec::new(),
             requeue_pending: false,
             borrowed_tag: Vec::new(),
+            chains: iostack_core::Slab::new("bio chain"),
+            chain_of: BTreeMap::new(),
+            split_rest: BTreeMap::new(),
+            elv_timer_at: None,
+            elv_timer_gen: 0,
+            cost: elv.as_ref().map(|e| e.cost()).unwrap_or_default(),
+            lock_free_at: Instant::ZERO,
             budget: dev.dispatch_budget(),
             ctxs: vec![VecDeque::new(); cfg.nr_cpus as usize],
             cpu_hctx,
@@ -283,6 +306,28 @@ impl MqQueue {
     }
     pub fn nr_requests(&self) -> u32 {
         self.nr_requests
+    }
+
+    /// The calling context runs a scheduler hook of `ns` at `now` after the
+    /// CPU time it already spent in this call (`out.cpu_ns`), spinning first
+    /// until the queue-wide lock is free if the scheduler has one
+    /// (`spin_lock(&dd->lock)`).
+    fn sched_cpu(&mut self, now: Instant, ns: u64, out: &mut BlockOut) {
+        if ns == 0 {
+            return;
+        }
+        let cursor = now + iostack_des::Duration(out.cpu_ns);
+        let start = if self.cost.queue_lock {
+            cursor.max(self.lock_free_at)
+        } else {
+            cursor
+        };
+        let end = start + iostack_des::Duration(ns);
+        if self.cost.queue_lock {
+            self.lock_free_at = end;
+        }
+        self.stats.sched_cpu_ns += end.since(cursor).as_ns();
+        out.cpu_ns = end.since(now).as_ns();
     }
 
     fn mq(&self, rq: RqId) -> &MqRq {

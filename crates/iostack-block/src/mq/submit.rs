@@ -41,12 +41,6 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> Submit {
-        assert!(
-            bio.sectors <= self.cfg.limits.max_sectors || bio.sectors == 0,
-            "bio of {} sectors over max_sectors {}: bio splitting is not modelled",
-            bio.sectors,
-            self.cfg.limits.max_sectors
-        );
         bio.submitted_at = now;
         bio.next = None;
         self.partition_remap(now, &mut bio, tr);
@@ -75,9 +69,31 @@ impl MqQueue {
         self.stats.bios_queued += 1;
         self.stats.bytes_queued += bio.bytes();
         let id = self.bios.alloc(bio);
-        let r = self.mq_submit_bio(now, id, tr, out);
+        let r = self.submit_split(now, id, tr, out);
         self.check();
         r
+    }
+
+    /// `__submit_bio_noacct`'s loop for one bio: `blk_mq_submit_bio` splits
+    /// it at the limits and takes the front part; the remainder, first on
+    /// `current->bio_list`, follows. A front part asleep for a tag keeps the
+    /// remainder for its wake-up (`retry_sleeper`).
+    fn submit_split(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Submit {
+        loop {
+            let Some(front) = self.split_to_limits(now, id, tr) else {
+                return self.mq_submit_bio(now, id, tr, out);
+            };
+            if self.mq_submit_bio(now, front, tr, out) == Submit::Sleeping {
+                self.split_rest.insert(front.0, id);
+                return Submit::Sleeping;
+            }
+        }
     }
 
     /// `blk_partition_remap`: A, and the sector moves to the whole disk.
@@ -159,6 +175,11 @@ impl MqQueue {
         match self.alloc_request(now, id, tr) {
             Some(rq) => {
                 self.submit_rq(now, rq, tr, out);
+                if let Some(rest) = self.split_rest.remove(&id.0) {
+                    if self.submit_split(now, rest, tr, out) == Submit::Sleeping {
+                        return;
+                    }
+                }
                 out.woken.push(b.owner.task);
             }
             None => {
@@ -473,12 +494,43 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        if self.elv.is_some() {
-            return self.sched_try_merge(now, id, tr, out);
-        }
         let cpu = self.bio(id).cpu as usize % self.ctxs.len();
-        let candidates: Vec<RqId> = self.ctxs[cpu].iter().rev().take(8).copied().collect();
-        for rq in candidates {
+        if let Some(e) = self.elv.as_ref() {
+            let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
+            let list = e.bio_merge_list(h, cpu as u32, flags);
+            self.sched_cpu(now, self.cost.bio_merge_ns, out);
+            // blk_bio_list_merge over the scheduler's list: the last 8, newest first.
+            return match list {
+                Some(list) => {
+                    let candidates: Vec<RqId> = list.into_iter().rev().take(8).collect();
+                    self.bio_list_merge(now, id, &candidates, tr)
+                }
+                None => self.sched_try_merge(now, id, tr, out),
+            };
+        }
+        // No scheduler: the software queue's last 8, newest first. The list
+        // does not change while bios merge into its requests.
+        let len = self.ctxs[cpu].len();
+        for k in 1..=len.min(8) {
+            let rq = self.ctxs[cpu][len - k];
+            match self.attempt_merge_into(now, rq, id, tr) {
+                BioMerge::Ok => return true,
+                BioMerge::Failed => return false,
+                BioMerge::None => {}
+            }
+        }
+        false
+    }
+
+    /// `blk_bio_list_merge` over `candidates`, in order.
+    fn bio_list_merge(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        candidates: &[RqId],
+        tr: &mut Tracer,
+    ) -> bool {
+        for &rq in candidates {
             match self.attempt_merge_into(now, rq, id, tr) {
                 BioMerge::Ok => return true,
                 BioMerge::Failed => return false,

@@ -31,6 +31,8 @@ pub(super) struct CpTransaction {
 pub(super) struct Log {
     /// File-system block of journal block 0.
     area_start: u64,
+    /// The journal's runs (`journal_bmap`); empty: contiguous.
+    runs: Vec<(u64, u64)>,
     /// `j_first`, `j_last`: the log's journal blocks (block 0 is the journal
     /// superblock).
     first: u64,
@@ -46,10 +48,11 @@ pub(super) struct Log {
 }
 
 impl Log {
-    pub fn new(area_start: u64, maxlen: u64) -> Log {
+    pub fn new(area_start: u64, maxlen: u64, runs: &[(u64, u64)]) -> Log {
         let len = maxlen as usize;
         Log {
             area_start,
+            runs: runs.to_vec(),
             first: 1,
             last: maxlen,
             head: 1,
@@ -93,6 +96,18 @@ impl Log {
         self.free -= 1;
         if self.head == self.last {
             self.head = self.first;
+        }
+        self.bmap(b)
+    }
+
+    /// `journal_bmap`: the file-system block of journal block `b`.
+    fn bmap(&self, b: u64) -> u64 {
+        let mut off = b;
+        for &(start, len) in &self.runs {
+            if off < len {
+                return start + off;
+            }
+            off -= len;
         }
         self.area_start + b
     }

@@ -26,6 +26,9 @@ use std::collections::BTreeSet;
 /// Where a commit resumes after its wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// `JBD2_FLUSHED`: the journal superblock is written first
+    /// (`jbd2_journal_update_sb_log_tail`), before the transaction locks.
+    Super,
     /// `T_LOCKED`: waiting for `t_updates` to reach 0.
     Locked,
     /// jbd: the ordered data was waited for.
@@ -99,10 +102,17 @@ impl Journal {
         }
     }
 
-    /// `T_LOCKED`: no new handle joins; the write op is fixed.
+    /// `T_LOCKED`: no new handle joins; the write op is fixed. When the
+    /// journal is `JBD2_FLUSHED` the superblock goes first and the lock waits
+    /// for it.
     fn lock_running(&mut self) {
         let t = self.running.as_mut().expect("running transaction");
-        t.state = TState::Locked;
+        let phase = if self.flushed {
+            Phase::Super
+        } else {
+            t.state = TState::Locked;
+            Phase::Locked
+        };
         let write_op = if t.synchronous_commit {
             self.ops.commit_sync
         } else {
@@ -110,7 +120,7 @@ impl Journal {
         };
         self.commit = Some(CommitRun {
             tid: t.tid,
-            phase: Phase::Locked,
+            phase,
             write_op,
             start_time: Instant::ZERO,
             logged: BTreeSet::new(),
@@ -124,6 +134,7 @@ impl Journal {
     fn commit_step(&mut self, now: Instant, out: &mut Vec<Action>) -> bool {
         let c = self.commit.as_ref().expect("commit in progress");
         match c.phase {
+            Phase::Super => self.commit_super(out),
             Phase::Locked => self.commit_flush(now, out),
             Phase::DataWaited => self.commit_log(out),
             Phase::AsyncFlushed => self.commit_wait_data(out),
@@ -140,10 +151,26 @@ impl Journal {
         self.commit.as_mut().expect("commit in progress").phase = p;
     }
 
+    /// `jbd2_journal_commit_transaction` when `JBD2_FLUSHED`:
+    /// `jbd2_journal_update_sb_log_tail(…, REQ_SYNC)` writes the journal
+    /// superblock and waits; then the transaction locks.
+    fn commit_super(&mut self, out: &mut Vec<Action>) -> bool {
+        self.flushed = false;
+        out.push(Action::WriteJournalSuper {
+            block: self.cfg.area_start,
+            flags: self.ops.superblock,
+        });
+        let tid = self.running.as_ref().expect("running transaction").tid;
+        self.set_phase(Phase::Locked);
+        out.push(Action::WaitLog { tid });
+        false
+    }
+
     /// Wait for the handles, then `T_FLUSH`: the transaction becomes the
     /// committing one and its ordered data goes out.
     fn commit_flush(&mut self, now: Instant, out: &mut Vec<Action>) -> bool {
-        let t = self.running.as_ref().expect("locked transaction");
+        let t = self.running.as_mut().expect("locked transaction");
+        t.state = TState::Locked;
         if t.updates > 0 {
             out.push(Action::WaitUpdates { tid: t.tid });
             return false;

@@ -117,6 +117,10 @@ pub struct JournalConfig {
     pub jiffy: Duration,
     /// File-system block of the journal's block 0 (its superblock).
     pub area_start: u64,
+    /// The journal's runs `(first block, blocks)` in logical order when it
+    /// is not one run from `area_start` (`journal_bmap` through the journal
+    /// inode's extents); empty: contiguous.
+    pub runs: Vec<(u64, u64)>,
     /// Journal length in blocks (`j_maxlen`).
     pub maxlen: u64,
     /// Block size in bytes.
@@ -144,6 +148,7 @@ impl JournalConfig {
             max_batch_time: Duration::us(15_000),
             jiffy: Duration::ms(1),
             area_start,
+            runs: Vec::new(),
             maxlen,
             blocksize: 4096,
         }
@@ -318,6 +323,10 @@ pub struct Journal {
     average_commit_time: u64,
     /// `j_last_sync_writer`.
     last_sync_writer: Option<u32>,
+    /// `JBD2_FLUSHED`: the on-disk log is empty and the journal superblock
+    /// must record the log's start before the next commit (6.x's
+    /// `journal_reset` defers that write after a clean mount).
+    flushed: bool,
     /// The transaction a task is checkpointing (`j_checkpoint_mutex`).
     checkpointing: Option<Tid>,
     handles: BTreeMap<HandleId, Handle>,
@@ -346,6 +355,12 @@ impl Journal {
                 cfg.maxlen
             )));
         }
+        if !cfg.runs.is_empty() && cfg.runs.iter().map(|r| r.1).sum::<u64>() != cfg.maxlen {
+            return Err(FsError::Invalid(format!(
+                "journal runs {:?} do not add up to {} blocks",
+                cfg.runs, cfg.maxlen
+            )));
+        }
         if cfg.blocksize < 1024 {
             return Err(FsError::Invalid(format!(
                 "journal block size {}",
@@ -355,7 +370,7 @@ impl Journal {
         Ok(Journal {
             ops: WriteOps::of(cfg.flavour, cfg.profile),
             max_transaction_buffers: cfg.maxlen / 4,
-            log: checkpoint::Log::new(cfg.area_start, cfg.maxlen),
+            log: checkpoint::Log::new(cfg.area_start, cfg.maxlen, &cfg.runs),
             running: None,
             committing: None,
             commit: None,
@@ -365,6 +380,7 @@ impl Journal {
             average_commit_time: 0,
             last_sync_writer: None,
             checkpointing: None,
+            flushed: cfg.flavour == Flavour::Jbd2 && cfg.profile >= Profile::V6,
             handles: BTreeMap::new(),
             next_handle: 0,
             handles_started: 0,

@@ -53,6 +53,17 @@ fn write_sync_plug(p: Profile) -> ReqFlags {
     }
 }
 
+/// 6.x's `JBD2_JOURNAL_REQ_FLAGS` (`REQ_META | REQ_SYNC | REQ_IDLE`) on every
+/// log, commit and superblock write (`jbd2_write_superblock` adds `REQ_META`
+/// too); `REQ_IDLE` changes nothing the simulator models.
+fn meta(p: Profile) -> ReqFlags {
+    if p >= Profile::V6 {
+        ReqFlags::META
+    } else {
+        ReqFlags::NONE
+    }
+}
+
 impl WriteOps {
     /// * jbd 2.6.3x (`fs/jbd/commit.c`, 2.6.35): `write_op = WRITE_SYNC`,
     ///   `WRITE_SYNC_PLUG` when synchronous; commit block `WRITE_SYNC` (|
@@ -65,7 +76,7 @@ impl WriteOps {
     ///   before Jens Axboe's 2.6.29/2.6.30 `WRITE_SYNC(_PLUG)` changes, the
     ///   commit block as `sync_dirty_buffer` (`WRITE`).
     /// * 3.10: `WRITE_SYNC` everywhere, commit block `| WRITE_FLUSH_FUA`; 6.x:
-    ///   `REQ_SYNC`, commit block `| REQ_PREFLUSH | REQ_FUA`.
+    ///   `REQ_META | REQ_SYNC`, commit block `| REQ_PREFLUSH | REQ_FUA`.
     pub fn of(flavour: Flavour, p: Profile) -> WriteOps {
         let flush_fua = ReqFlags::FLUSH | ReqFlags::FUA;
         let (commit, commit_sync, commit_block, barrier) = match (flavour, p) {
@@ -89,7 +100,8 @@ impl WriteOps {
                 flush_fua,
             ),
             (_, Profile::V3_10 | Profile::V6) => {
-                (write_sync(p), write_sync(p), write_sync(p), flush_fua)
+                let w = write_sync(p) | meta(p);
+                (w, w, w, flush_fua)
             }
         };
         let checkpoint = if p >= Profile::V3_10 {
@@ -103,7 +115,7 @@ impl WriteOps {
             commit_block,
             barrier,
             checkpoint,
-            superblock: write_sync(p),
+            superblock: write_sync(p) | meta(p),
         }
     }
 }

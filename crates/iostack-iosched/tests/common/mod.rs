@@ -236,6 +236,7 @@ pub fn fixed_queue(
         queue_depth: depth,
         capacity_sectors,
         rotational,
+        write_cache: false,
         limits: HwLimits {
             max_hw_sectors: 1024,
             max_segments: 128,

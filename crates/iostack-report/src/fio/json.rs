@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::hist::{IoStat, LatencyHist, FIO_IO_U_LIST_MAX_LEN};
+use super::hist::{plat_idx_to_val, IoStat, LatencyHist, FIO_IO_U_LIST_MAX_LEN};
 use super::normal::{agg_percent, calc_dist, calc_lat};
 use super::stats::{Ddir, GroupStats, JobStats};
 use super::FioReport;
@@ -125,8 +125,10 @@ fn opts_obj(opts: &[(String, String)]) -> Obj {
     o
 }
 
-/// `add_ddir_lat_json`.
-fn lat_obj(stat: &IoStat, hist: &LatencyHist, percentiles: bool, plist: &[f64]) -> Obj {
+/// `add_ddir_lat_json`; `plus` (json+) adds the histogram's non-empty
+/// buckets as `"bins" : { "VALUE_NS" : COUNT, ... }`, keyed by
+/// `plat_idx_to_val`, in bucket order.
+fn lat_obj(stat: &IoStat, hist: &LatencyHist, percentiles: bool, plist: &[f64], plus: bool) -> Obj {
     let (min, max, mean, dev) = stat.calc().unwrap_or((0, 0, 0.0, 0.0));
     let mut o = Obj::default();
     o.int("min", min);
@@ -144,12 +146,19 @@ fn lat_obj(stat: &IoStat, hist: &LatencyHist, percentiles: bool, plist: &[f64]) 
             p.int(&format!("{pc:.6}"), v);
         }
         o.obj("percentile", p);
+        if plus {
+            let mut bins = Obj::default();
+            for (idx, count) in hist.nonzero_bins() {
+                bins.int(&plat_idx_to_val(idx).to_string(), count);
+            }
+            o.obj("bins", bins);
+        }
     }
     o
 }
 
 /// `add_ddir_status_json` for read, write or trim.
-fn ddir_obj(ts: &JobStats, rs: &GroupStats, ddir: Ddir) -> Obj {
+fn ddir_obj(ts: &JobStats, rs: &GroupStats, ddir: Ddir, plus: bool) -> Obj {
     let d = ts.dir(ddir);
     let (mut bw_bytes, mut bw, mut iops) = (0u64, 0u64, 0.0f64);
     if d.runtime_ms != 0 {
@@ -171,15 +180,15 @@ fn ddir_obj(ts: &JobStats, rs: &GroupStats, ddir: Ddir) -> Obj {
     let pl = &ts.percentile_list;
     o.obj(
         "slat_ns",
-        lat_obj(&d.slat.stat, &d.slat, ts.slat_percentiles, pl),
+        lat_obj(&d.slat.stat, &d.slat, ts.slat_percentiles, pl, plus),
     );
     o.obj(
         "clat_ns",
-        lat_obj(&d.clat.stat, &d.clat, ts.clat_percentiles, pl),
+        lat_obj(&d.clat.stat, &d.clat, ts.clat_percentiles, pl, plus),
     );
     o.obj(
         "lat_ns",
-        lat_obj(&d.lat.stat, &d.lat, ts.lat_percentiles, pl),
+        lat_obj(&d.lat.stat, &d.lat, ts.lat_percentiles, pl, plus),
     );
     let (min, max, p_of_agg, mean, dev) = match d.bw.calc() {
         Some((min, max, mean, dev)) => (min, max, agg_percent(rs, ddir as usize, mean), mean, dev),
@@ -209,7 +218,7 @@ fn dist_obj(keys: &[&str], vals: &[f64]) -> Obj {
 }
 
 /// `show_thread_status_json`.
-fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats) -> Obj {
+fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats, plus: bool) -> Obj {
     let mut o = Obj::default();
     o.str("jobname", &ts.name);
     o.int("groupid", u64::from(ts.groupid));
@@ -220,7 +229,7 @@ fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats) -> Obj {
         o.obj("job options", opts_obj(&ts.options));
     }
     for ddir in Ddir::ALL {
-        o.obj(ddir.name(), ddir_obj(ts, rs, ddir));
+        o.obj(ddir.name(), ddir_obj(ts, rs, ddir, plus));
     }
     let mut sync = Obj::default();
     sync.int("total_ios", ts.sync_total_ios);
@@ -231,6 +240,7 @@ fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats) -> Obj {
             &ts.sync,
             ts.lat_percentiles || ts.clat_percentiles,
             &ts.percentile_list,
+            plus,
         ),
     );
     o.obj("sync", sync);
@@ -290,6 +300,18 @@ fn job_obj(r: &FioReport, ts: &JobStats, rs: &GroupStats) -> Obj {
 /// Renders the report as fio 3.33's JSON output, with the extra top-level key
 /// `"iostack" : { "seed" : N, "config_hash" : "HEX" }` after `"time"`.
 pub fn render_json(r: &FioReport) -> String {
+    render(r, false)
+}
+
+/// Renders the report as fio 3.33's `--output-format=json+`: the JSON output
+/// with each latency section that prints percentiles also carrying its
+/// histogram (`FIO_OUTPUT_JSON_PLUS` in `add_ddir_lat_json`), which fio's
+/// `fio_jsonplus_clat2csv` reads.
+pub fn render_json_plus(r: &FioReport) -> String {
+    render(r, true)
+}
+
+fn render(r: &FioReport, plus: bool) -> String {
     let mut root = Obj::default();
     root.str("fio version", &r.fio_version);
     root.int("timestamp", r.timestamp_sec());
@@ -309,7 +331,7 @@ pub fn render_json(r: &FioReport) -> String {
     let groups = super::stats::compute_groups(&entries);
     let jobs: Vec<J> = entries
         .iter()
-        .map(|ts| J::Obj(job_obj(r, ts, &groups[ts.groupid as usize])))
+        .map(|ts| J::Obj(job_obj(r, ts, &groups[ts.groupid as usize], plus)))
         .collect();
     root.arr("jobs", jobs);
     if !r.disks.is_empty() {

@@ -11,6 +11,8 @@
 //!   the startup lines ([`Preamble`]).
 //! * [`render_json`]: fio 3.33 `--output-format=json` (key names, order, units
 //!   and number formats of fio's own JSON printer).
+//! * [`render_json_plus`]: `--output-format=json+`, the JSON with the
+//!   latency histograms' non-empty buckets (`bins`).
 //! * [`render_old`]: the pre-2.17 normal format (`io=`, `bw=`, `runt=`, `aggrb=`).
 //!
 //! Every rendering carries the seed and configuration hash (first line
@@ -34,14 +36,14 @@ pub use hist::{
     x87_threshold_reached, IoStat, LatencyHist, DEFAULT_PERCENTILES, FIO_IO_U_LIST_MAX_LEN,
     FIO_IO_U_PLAT_BITS, FIO_IO_U_PLAT_GROUP_NR, FIO_IO_U_PLAT_NR, FIO_IO_U_PLAT_VAL,
 };
-pub use json::render_json;
+pub use json::{render_json, render_json_plus};
 pub use normal::render_normal;
 pub use num2str::{ctime, num2str, num2str_old, N2sUnit};
 pub use old::{render_old, OLD_FIO_VERSION};
 pub use stats::{
-    compute_groups, report_entries, Ddir, DirStats, GroupStats, IoSample, JobStats, RateSampler,
-    UnitBase, DEFAULT_AVG_MSEC, FIO_IO_U_LAT_M_NR, FIO_IO_U_LAT_N_NR, FIO_IO_U_LAT_U_NR,
-    FIO_IO_U_MAP_NR, LOG_MSEC_SLACK,
+    compute_groups, per_io_bw, report_entries, Ddir, DirStats, GroupStats, IoSample, JobStats,
+    RateEntry, RateSampler, UnitBase, DEFAULT_AVG_MSEC, FIO_IO_U_LAT_M_NR, FIO_IO_U_LAT_N_NR,
+    FIO_IO_U_LAT_U_NR, FIO_IO_U_MAP_NR, LOG_MSEC_SLACK,
 };
 
 /// The fio version the printers imitate.

@@ -103,6 +103,24 @@ pub struct RateSampler {
     ios: [u64; 3],
     /// The last closed window, held back until we know it ended early enough.
     pending: Option<(u64, [u64; 3], [u64; 3])>,
+    /// Bandwidth, IOPS: sampled per I/O instead of per window (a
+    /// `write_bw_log`/`write_iops_log` without `log_avg_msec`, fio's
+    /// `per_unit_log`: `add_bw_sample`/`add_iops_sample` at each completion,
+    /// and `calc_log_samples` skips that statistic).
+    pub per_io: [bool; 2],
+    /// Keep the committed window samples in `committed` for a log writer.
+    pub keep: bool,
+    committed: Vec<RateEntry>,
+}
+
+/// One committed window sample of one direction: what fio's `__add_samples`
+/// hands to `add_log_sample` (bandwidth KiB/s, IOPS) at `end_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateEntry {
+    pub end_ms: u64,
+    pub ddir: Ddir,
+    pub bw: u64,
+    pub iops: u64,
 }
 
 impl Default for RateSampler {
@@ -119,6 +137,9 @@ impl RateSampler {
             bytes: [0; 3],
             ios: [0; 3],
             pending: None,
+            per_io: [false; 2],
+            keep: false,
+            committed: Vec::new(),
         }
     }
 
@@ -126,15 +147,34 @@ impl RateSampler {
         self.avg_msec * 1_000_000
     }
 
-    fn commit(avg_msec: u64, bytes: &[u64; 3], ios: &[u64; 3], dirs: &mut [DirStats; 3]) {
+    fn commit(&mut self, w: u64, bytes: &[u64; 3], ios: &[u64; 3], dirs: &mut [DirStats; 3]) {
+        let avg = self.avg_msec;
         for d in 0..3 {
             if bytes[d] == 0 {
                 continue;
             }
             // fio: rate = delta * 1000 / spent / 1024 (KiB/s); iops = delta * 1000 / spent.
-            dirs[d].bw.add_sample(bytes[d] * 1000 / avg_msec / 1024);
-            dirs[d].iops.add_sample(ios[d] * 1000 / avg_msec);
+            let (bw, iops) = (bytes[d] * 1000 / avg / 1024, ios[d] * 1000 / avg);
+            if !self.per_io[0] {
+                dirs[d].bw.add_sample(bw);
+            }
+            if !self.per_io[1] {
+                dirs[d].iops.add_sample(iops);
+            }
+            if self.keep {
+                self.committed.push(RateEntry {
+                    end_ms: (w + 1) * avg,
+                    ddir: Ddir::ALL[d],
+                    bw,
+                    iops,
+                });
+            }
         }
+    }
+
+    /// The window samples committed since the last call (only kept with `keep`).
+    pub fn take_committed(&mut self) -> Vec<RateEntry> {
+        std::mem::take(&mut self.committed)
     }
 
     /// Accounts a completion at `t_ns`. Completions earlier than the open
@@ -142,8 +182,8 @@ impl RateSampler {
     pub fn add(&mut self, ddir: Ddir, bytes: u64, t_ns: u64, dirs: &mut [DirStats; 3]) {
         let w = t_ns / self.avg_ns();
         if w > self.window {
-            if let Some((_, b, i)) = self.pending.take() {
-                Self::commit(self.avg_msec, &b, &i, dirs);
+            if let Some((pw, b, i)) = self.pending.take() {
+                self.commit(pw, &b, &i, dirs);
             }
             if self.bytes.iter().any(|&b| b != 0) {
                 self.pending = Some((self.window, self.bytes, self.ios));
@@ -163,16 +203,26 @@ impl RateSampler {
         let closes_early = |w: u64, avg_ns: u64| (w + 1) * avg_ns + slack < end_ns;
         if let Some((w, b, i)) = self.pending.take() {
             if closes_early(w, self.avg_ns()) {
-                Self::commit(self.avg_msec, &b, &i, dirs);
+                self.commit(w, &b, &i, dirs);
             }
         }
         if closes_early(self.window, self.avg_ns()) {
-            Self::commit(self.avg_msec, &self.bytes, &self.ios, dirs);
+            let (w, b, i) = (self.window, self.bytes, self.ios);
+            self.commit(w, &b, &i, dirs);
         }
         self.bytes = [0; 3];
         self.ios = [0; 3];
         self.window = end_ns / self.avg_ns() + 1;
     }
+}
+
+/// fio's `add_bw_sample` rate of one I/O: `bytes * 1000000 / spent` with
+/// `spent` its completion latency in ns (0 when it took no time).
+pub fn per_io_bw(bytes: u64, clat_ns: u64) -> u64 {
+    bytes
+        .wrapping_mul(1_000_000)
+        .checked_div(clat_ns)
+        .unwrap_or(0)
 }
 
 /// fio's `thread_stat` for one job (or, after [`report_entries`], one
@@ -330,6 +380,13 @@ impl JobStats {
             io.issue_ns.saturating_add(io.clat_ns),
             &mut self.dirs,
         );
+        let d = &mut self.dirs[io.ddir as usize];
+        if self.sampler.per_io[0] {
+            d.bw.add_sample(per_io_bw(io.bytes, io.clat_ns));
+        }
+        if self.sampler.per_io[1] {
+            d.iops.add_sample(1);
+        }
     }
 
     /// Records one fsync/fdatasync/sync_file_range issued by the job's

@@ -1,0 +1,185 @@
+//! No option of the fio option table is both "simulated" and without effect:
+//! for each option with status simulated, a job with it and the same job
+//! without it differ in their block trace or their fio report (the report's
+//! echo of the job's options left out). A simulated option without a case
+//! here fails the test, so the table cannot grow an unchecked entry.
+
+use iostack_cli::api::{run_fio, RunInputs};
+use iostack_cli::commands::{take, JobSource};
+use iostack_report::blkparse::BlkparseSink;
+use iostack_workload::options::{all_options, status, Status};
+
+/// One file, 256 KiB.
+const FILE: &str = "filename=/mnt/test/a\nsize=256k\n";
+
+/// (option, the job without it, the line that adds it). The option line goes
+/// at the end of the job text (the last section).
+fn cases() -> Vec<(&'static str, String, &'static str)> {
+    let one = |extra: &str| format!("[j]\n{FILE}{extra}");
+    let two = |extra: &str| {
+        format!("[a]\n{FILE}rw=randread\ndirect=1\n[j]\n{FILE}rw=randread\ndirect=1\n{extra}")
+    };
+    let think = "thinktime=1000\nthinktime_blocks=4\nioengine=libaio\niodepth=4\ndirect=1\n";
+    vec![
+        ("name", one(""), "name=other"),
+        (
+            "filename",
+            format!("[w]\n{FILE}rw=write\n[j]\nstonewall\nsize=256k\n"),
+            "filename=/mnt/test/a",
+        ),
+        (
+            "directory",
+            "[j]\nsize=256k\n".into(),
+            "directory=/mnt/test/sub",
+        ),
+        ("rw", one(""), "rw=randread"),
+        (
+            "rw_sequencer",
+            one("rw=randread:4\nnorandommap\n"),
+            "rw_sequencer=identical",
+        ),
+        (
+            "ioengine",
+            one("direct=1\nrw=randread\niodepth=4\n"),
+            "ioengine=libaio",
+        ),
+        (
+            "iodepth",
+            one("direct=1\nioengine=libaio\nrw=randread\n"),
+            "iodepth=8",
+        ),
+        ("size", one(""), "size=128k"),
+        ("io_size", one(""), "io_size=128k"),
+        ("offset", one(""), "offset=64k"),
+        (
+            "offset_increment",
+            "[j]\nsize=256k\nnumjobs=2\n".into(),
+            "offset_increment=64k",
+        ),
+        ("number_ios", one(""), "number_ios=10"),
+        ("bs", one(""), "bs=8k"),
+        ("bsrange", one("direct=1\n"), "bsrange=4k-64k"),
+        ("bssplit", one("direct=1\n"), "bssplit=4k/50:64k/50"),
+        ("norandommap", one("rw=randread\ndirect=1\n"), "norandommap"),
+        (
+            "random_distribution",
+            one("rw=randread\ndirect=1\nnorandommap\n"),
+            "random_distribution=zoned:50/5:50/95",
+        ),
+        (
+            "percentage_random",
+            one("rw=randread\ndirect=1\nnorandommap\n"),
+            "percentage_random=50",
+        ),
+        (
+            "fadvise_hint",
+            one("rw=randread\nbs=16k\n"),
+            "fadvise_hint=0",
+        ),
+        ("fsync", one("rw=write\n"), "fsync=8"),
+        ("fdatasync", one("rw=write\n"), "fdatasync=8"),
+        ("direct", one(""), "direct=1"),
+        ("buffered", one(""), "buffered=0"),
+        ("overwrite", one("rw=write\n"), "overwrite=1"),
+        ("loops", one("direct=1\n"), "loops=2"),
+        ("numjobs", "[j]\nsize=256k\n".into(), "numjobs=2"),
+        ("startdelay", one(""), "startdelay=1s"),
+        ("runtime", one("direct=1\nrw=randread\n"), "runtime=20ms"),
+        ("time_based", one("direct=1\nruntime=1s\n"), "time_based"),
+        ("rwmixread", one("rw=randrw\ndirect=1\n"), "rwmixread=90"),
+        ("rwmixwrite", one("rw=randrw\ndirect=1\n"), "rwmixwrite=90"),
+        ("prio", two(""), "prio=7"),
+        ("prioclass", two(""), "prioclass=3"),
+        ("thinktime", one("direct=1\n"), "thinktime=1000"),
+        (
+            "thinktime_spin",
+            one("direct=1\nthinktime=1000\n"),
+            "thinktime_spin=500",
+        ),
+        (
+            "thinktime_blocks",
+            one("direct=1\nthinktime=1000\n"),
+            "thinktime_blocks=4",
+        ),
+        (
+            "thinktime_blocks_type",
+            one(think),
+            "thinktime_blocks_type=issue",
+        ),
+        ("rate", one("direct=1\n"), "rate=1m"),
+        ("rate_iops", one("direct=1\n"), "rate_iops=100"),
+        (
+            "invalidate",
+            format!("[w]\n{FILE}rw=write\n[j]\nstonewall\n{FILE}rw=read\n"),
+            "invalidate=0",
+        ),
+        ("sync", one("rw=write\n"), "sync=1"),
+        ("end_fsync", one("rw=write\n"), "end_fsync=1"),
+        ("stonewall", two(""), "stonewall"),
+        ("new_group", two(""), "new_group"),
+    ]
+}
+
+/// Simulated options whose only accepted value is their default: no job can
+/// set them to anything else, so there is nothing to compare.
+const ONLY_DEFAULT: &[(&str, &str)] =
+    &[("rate_process", "poisson is refused; linear is the default")];
+
+/// The block trace and the fio JSON report of a job, without the report's echo
+/// of the options as written.
+fn outcome(text: &str) -> (String, serde_json::Value) {
+    let inp = RunInputs {
+        jobs: vec![JobSource::Text {
+            name: "job.fio".into(),
+            text: text.to_string(),
+        }],
+        ..RunInputs::default()
+    };
+    let sink = Box::new(BlkparseSink::new("sda"));
+    let mut run = run_fio(&inp, vec![sink]).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let trace = take::<BlkparseSink>(&mut run.sinks).unwrap().text();
+    let mut v: serde_json::Value = serde_json::from_str(&run.json).unwrap();
+    v.as_object_mut().unwrap().remove("global options");
+    for j in v["jobs"].as_array_mut().unwrap() {
+        j.as_object_mut().unwrap().remove("job options");
+    }
+    (trace, v)
+}
+
+#[test]
+fn no_simulated_option_is_without_effect() {
+    let cases = cases();
+    for d in all_options() {
+        if status(d).0 != Status::Simulated || ONLY_DEFAULT.iter().any(|(n, _)| *n == d.name) {
+            continue;
+        }
+        assert!(
+            cases.iter().any(|c| c.0 == d.name),
+            "simulated option '{}' has no case in option_effects.rs",
+            d.name
+        );
+    }
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .chunks(cases.len().div_ceil(4))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter(|(_, base, line)| {
+                            outcome(base) == outcome(&format!("{base}{line}\n"))
+                        })
+                        .map(|(name, base, line)| {
+                            format!("{name}: '{line}' changes nothing in\n{base}")
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
