@@ -25,7 +25,7 @@ pub struct Scheduled<E> {
 }
 
 /// How many sorted runs the queue keeps beside its heap.
-pub const LANES: usize = 4;
+pub const LANES: usize = 3;
 
 /// A head key meaning "empty lane" (no event has it: its sequence number
 /// would be `u64::MAX`).

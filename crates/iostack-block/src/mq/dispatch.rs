@@ -329,20 +329,18 @@ impl MqQueue {
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
     fn issue(&mut self, now: Instant, rq: RqId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
-        {
-            let r = self.rqs.get_mut(rq);
-            r.started = true;
-            r.in_driver = true;
-            r.dispatched = true;
-            r.fifo_time = now;
-        }
         self.mq_mut(rq).loc = Loc::Driver;
         if self.last_merge == Some(rq) {
             self.last_merge = None;
         }
         self.trace_rq(now, rq, ctx, Action::Issue, tr);
         self.stats.requests_dispatched += 1;
-        let r = self.rqs.get(rq);
+        let r = self.rqs.get_mut(rq);
+        r.started = true;
+        r.in_driver = true;
+        r.dispatched = true;
+        r.fifo_time = now;
+        let r = &*r;
         if self
             .last_issued_end
             .is_some_and(|e| e.abs_diff(r.sector) > SEEK_SECTORS)
@@ -385,9 +383,11 @@ impl MqQueue {
     pub(super) fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         self.dev.complete(now, rq.0 as u64);
         self.poll_device(now, out);
+        if tr.enabled() {
+            let irq = self.irq_ctx(self.mq(rq).hctx);
+            self.trace_rq(now, rq, irq, Action::Complete, tr);
+        }
         let h = self.mq(rq).hctx;
-        let irq = self.irq_ctx(h);
-        self.trace_rq(now, rq, irq, Action::Complete, tr);
         self.account_done(now, rq);
         if self.rqs.get(rq).sorted {
             if let Some(e) = self.elv.as_mut() {
@@ -401,6 +401,7 @@ impl MqQueue {
         }
         if self.budget_restart {
             self.budget_restart = false;
+            let irq = self.irq_ctx(h);
             self.run_hw_queues(now, true, irq, tr, out);
         }
     }
@@ -468,7 +469,7 @@ impl MqQueue {
         }
         let m = self.info[rq.0 as usize].take().expect("blk-mq request");
         let cpu = self.rqs.get(rq).cpu;
-        self.rqs.free(rq);
+        self.rqs.remove(rq);
         if m.budget {
             self.put_budget();
         }
@@ -534,10 +535,10 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        let irq = self.irq_ctx(h);
         let hc = &mut self.hctxs[h as usize];
         if hc.restart {
             hc.restart = false;
+            let irq = self.irq_ctx(h);
             self.run_hw_queue(now, h, true, irq, tr, out);
         }
     }

@@ -45,7 +45,7 @@ impl MqQueue {
         bio.next = None;
         self.partition_remap(now, &mut bio, tr);
         assert!(
-            bio.end_sector() <= self.dev.capacity_sectors(),
+            bio.end_sector() <= self.capacity,
             "bio beyond end of device"
         );
         if bio.flags.is_flush_or_fua() && !self.dev.write_cache() {
@@ -197,36 +197,42 @@ impl MqQueue {
     /// (depth limited by the scheduler's `limit_depth`) or the driver tags,
     /// `blk_mq_rq_ctx_init` + `blk_mq_bio_to_request`; G.
     fn alloc_request(&mut self, now: Instant, id: BioId, tr: &mut Tracer) -> Option<RqId> {
-        let b = *self.bio(id);
-        let cpu = b.cpu % self.cfg.nr_cpus;
+        let b = self.bio(id);
+        let cpu = if b.cpu < self.cfg.nr_cpus {
+            b.cpu
+        } else {
+            b.cpu % self.cfg.nr_cpus
+        };
         let h = self.cpu_hctx[cpu as usize];
         let shallow = match &self.elv {
             Some(e) => e.limit_depth(b.flags, self.nr_requests),
             None => u32::MAX,
         };
+        let (sector, sectors, segments) = (b.sector, b.sectors, b.segments);
+        let (flags, pid, ioprio) = (b.flags, b.pid, b.ioprio);
         let hc = &mut self.hctxs[h as usize];
         let (tag, sched_tag) = match hc.sched_tags.as_mut() {
             Some(t) => (None, Some(t.get(cpu, shallow)?)),
             None => (Some(hc.tags.get(cpu, u32::MAX)?), None),
         };
         let rq = self.rqs.alloc(Request {
-            sector: b.sector,
-            sectors: b.sectors,
-            segments: b.segments,
-            flags: if b.flags.is_flush_or_fua() {
-                b.flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
+            sector,
+            sectors,
+            segments,
+            flags: if flags.is_flush_or_fua() {
+                flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
             } else {
-                b.flags.remove(ReqFlags::UNPLUG)
+                flags.remove(ReqFlags::UNPLUG)
             },
-            pid: b.pid,
+            pid,
             cpu,
             start_time: now,
             fifo_time: now,
             started: false,
             dispatched: false,
             in_driver: false,
-            sync_pool: b.flags.is_sync(),
-            ioprio: b.ioprio,
+            sync_pool: flags.is_sync(),
+            ioprio,
             bio_head: id,
             bio_tail: id,
             elv_private: 0,
@@ -248,7 +254,7 @@ impl MqQueue {
             },
         );
         self.stats.requests_allocated += 1;
-        self.trace_bio(now, &b, Action::GetRq, Pdu::None, tr);
+        self.trace_bio(now, self.bio(id), Action::GetRq, Pdu::None, tr);
         Some(rq)
     }
 
@@ -468,15 +474,16 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        let b = *self.bio(id);
+        let (flags, task) = {
+            let b = self.bio(id);
+            (b.flags, b.owner.task)
+        };
         // bio_mergeable: not REQ_NOMERGE_FLAGS (NOMERGE, PREFLUSH, FUA).
-        if self.cfg.nomerges >= 2
-            || b.flags.contains(ReqFlags::NOMERGE)
-            || b.flags.is_flush_or_fua()
+        if self.cfg.nomerges >= 2 || flags.contains(ReqFlags::NOMERGE) || flags.is_flush_or_fua()
         {
             return false;
         }
-        if let Some(&last) = self.plugs.get(b.owner.task).and_then(|p| p.list.back()) {
+        if let Some(&last) = self.plugs.get(task).and_then(|p| p.list.back()) {
             if self.attempt_merge_into(now, last, id, tr) == BioMerge::Ok {
                 return true;
             }

@@ -78,7 +78,8 @@ impl Tags {
             return None;
         }
         let h = cpu as usize % self.hints.len();
-        let start = self.hints[h] % self.depth;
+        // Every hint is a tag or 0, below the depth.
+        let start = self.hints[h];
         let t = self
             .find_zero(start, self.depth)
             .or_else(|| self.find_zero(0, start))
