@@ -47,10 +47,13 @@ pub struct EventQueue<E: Copy> {
     keys: Vec<u128>,
     evs: Vec<E>,
     lanes: [Lane<E>; LANES],
-    /// Each lane's first key (`EMPTY_HEAD` when empty) and last key (0 when
-    /// empty, so that an empty lane takes any key, after every non-empty one).
+    /// Each lane's first key (`EMPTY_HEAD` when empty), and the time of its
+    /// last key (0 when empty, so that an empty lane takes any key, after
+    /// every non-empty one that can). A new key's sequence number is above
+    /// every key queued, so it goes after a lane's last key exactly when its
+    /// time is not earlier.
     heads: [u128; LANES],
-    tails: [u128; LANES],
+    tails: [u64; LANES],
     len: usize,
     now: Instant,
     next_seq: u64,
@@ -95,7 +98,6 @@ impl<E: Copy> EventQueue<E> {
             at.0,
             self.now.0
         );
-        assert!(self.next_seq < u64::MAX, "event sequence exhausted");
         let key = ((at.0 as u128) << 64) | self.next_seq as u128;
         self.next_seq += 1;
         self.len += 1;
@@ -103,7 +105,7 @@ impl<E: Copy> EventQueue<E> {
         let mut best = LANES;
         let mut best_tail = 0;
         for (i, &t) in self.tails.iter().enumerate() {
-            if t < key && t >= best_tail {
+            if t <= at.0 && t >= best_tail {
                 best = i;
                 best_tail = t;
             }
@@ -115,7 +117,7 @@ impl<E: Copy> EventQueue<E> {
         let l = &mut self.lanes[best];
         l.keys.push(key);
         l.evs.push(event);
-        self.tails[best] = key;
+        self.tails[best] = at.0;
         if self.heads[best] == EMPTY_HEAD {
             self.heads[best] = key;
         }

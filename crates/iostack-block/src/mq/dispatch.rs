@@ -9,7 +9,6 @@ use crate::request::{FlushRole, RqId};
 use iostack_core::{Action, ReqFlags, Tracer};
 use iostack_des::Instant;
 use iostack_device::DeviceCmd;
-use std::collections::VecDeque;
 
 /// `BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT` and `_FACTOR`.
 const EWMA_WEIGHT: u32 = 8;
@@ -308,7 +307,7 @@ impl MqQueue {
     pub(super) fn plug_issue_direct(
         &mut self,
         now: Instant,
-        list: &VecDeque<RqId>,
+        list: &[RqId],
         ctx: Ctx,
         tr: &mut Tracer,
         out: &mut BlockOut,

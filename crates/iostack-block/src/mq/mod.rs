@@ -137,7 +137,7 @@ struct Plug {
     /// `current->plug` is set.
     active: bool,
     /// `plug->mq_list`, oldest first (6.12+ `rq_list_add_tail`).
-    list: VecDeque<RqId>,
+    list: Vec<RqId>,
     /// `plug->has_elevator`.
     has_elevator: bool,
 }

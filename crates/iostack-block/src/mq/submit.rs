@@ -309,7 +309,7 @@ impl MqQueue {
         };
         let (count, last_bytes) = {
             let p = self.plugs.get(task).expect("plugged task");
-            let last = p.list.back().map_or(0, |&l| self.rqs.get(l).bytes());
+            let last = p.list.last().map_or(0, |&l| self.rqs.get(l).bytes());
             (p.list.len(), last)
         };
         if count == 0 {
@@ -323,7 +323,7 @@ impl MqQueue {
         let sched = self.elv.is_some();
         let p = self.plugs.get_mut(task).expect("plugged task");
         p.has_elevator |= sched;
-        p.list.push_back(rq);
+        p.list.push(rq);
         self.mq_mut(rq).loc = Loc::Plug;
     }
 
@@ -404,7 +404,7 @@ impl MqQueue {
             self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
         }
         if issued < list.len() {
-            let rest = list.range(issued..).copied().collect::<Vec<_>>();
+            let rest = list[issued..].to_vec();
             self.dispatch_plug_list(now, rest, from_schedule, ctx, tr, out);
         }
         // The emptied list goes back to the plug, for its buffer.
@@ -483,7 +483,7 @@ impl MqQueue {
         {
             return false;
         }
-        if let Some(&last) = self.plugs.get(task).and_then(|p| p.list.back()) {
+        if let Some(&last) = self.plugs.get(task).and_then(|p| p.list.last()) {
             if self.attempt_merge_into(now, last, id, tr) == BioMerge::Ok {
                 return true;
             }
