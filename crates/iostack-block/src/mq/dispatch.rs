@@ -161,6 +161,7 @@ impl MqQueue {
     }
 
     /// `scsi_mq_get_budget`: one of the device's `queue_depth` slots.
+    #[inline]
     fn get_budget(&mut self) -> bool {
         match self.budget {
             Some(b) if self.budget_used >= b => {
@@ -183,6 +184,7 @@ impl MqQueue {
 
     /// `blk_mq_get_driver_tag`: a request allocated from the scheduler tags
     /// takes a driver tag of its hardware queue at dispatch.
+    #[inline]
     fn get_driver_tag(&mut self, rq: RqId) -> bool {
         if self.mq(rq).tag.is_some() || self.borrows_tag(rq) {
             return true;
@@ -288,6 +290,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_get_budget_and_tag`.
+    #[inline]
     fn get_budget_and_tag(&mut self, rq: RqId) -> bool {
         if !self.get_budget() {
             return false;
@@ -327,6 +330,7 @@ impl MqQueue {
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
+    #[inline]
     fn issue(&mut self, now: Instant, rq: RqId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         self.mq_mut(rq).loc = Loc::Driver;
         if self.last_merge == Some(rq) {
@@ -365,6 +369,7 @@ impl MqQueue {
         self.poll_device(now, out);
     }
 
+    #[inline]
     fn poll_device(&mut self, now: Instant, out: &mut BlockOut) {
         self.dev_out.clear();
         self.dev.poll(now, &mut self.dev_out);
@@ -405,6 +410,7 @@ impl MqQueue {
         }
     }
 
+    #[inline]
     fn account_done(&mut self, now: Instant, rq: RqId) {
         let r = self.rqs.get(rq);
         let d2c = now.since(r.fifo_time).as_ns();
@@ -426,6 +432,7 @@ impl MqQueue {
     }
 
     /// `bio_endio` for every bio of `rq`, in order.
+    #[inline]
     pub(super) fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
         let mut next = Some(self.rqs.get(rq).bio_head);
         while let Some(b) = next {
@@ -490,6 +497,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_put_tag` of a driver tag; the sleepers it wakes retry.
+    #[inline]
     pub(super) fn put_tag_and_wake(
         &mut self,
         now: Instant,
@@ -527,6 +535,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_sched_restart`.
+    #[inline]
     pub(super) fn sched_restart(
         &mut self,
         now: Instant,

@@ -78,6 +78,7 @@ impl MqQueue {
     /// it at the limits and takes the front part; the remainder, first on
     /// `current->bio_list`, follows. A front part asleep for a tag keeps the
     /// remainder for its wake-up (`retry_sleeper`).
+    #[inline]
     fn submit_split(
         &mut self,
         now: Instant,
@@ -124,6 +125,7 @@ impl MqQueue {
 
     /// `blk_mq_submit_bio`: merge (`blk_mq_attempt_bio_merge`), else allocate
     /// a request (`__blk_mq_alloc_requests`, G), else sleep for a tag.
+    #[inline]
     fn mq_submit_bio(
         &mut self,
         now: Instant,
@@ -196,6 +198,7 @@ impl MqQueue {
     /// `__blk_mq_alloc_requests` → `blk_mq_get_tag` from the scheduler tags
     /// (depth limited by the scheduler's `limit_depth`) or the driver tags,
     /// `blk_mq_rq_ctx_init` + `blk_mq_bio_to_request`; G.
+    #[inline]
     fn alloc_request(&mut self, now: Instant, id: BioId, tr: &mut Tracer) -> Option<RqId> {
         let b = self.bio(id);
         let cpu = if b.cpu < self.cfg.nr_cpus {
@@ -261,6 +264,7 @@ impl MqQueue {
     /// The rest of `blk_mq_submit_bio` after G: into the task's plug, or with
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
+    #[inline]
     fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         // op_is_flush: such a request never sets RQF_USE_SCHED.
         let flushy = self.rqs.get(rq).flags.is_flush_or_fua();
@@ -292,6 +296,7 @@ impl MqQueue {
     /// `blk_add_rq_to_plug`: P when the plug starts; a plug at
     /// `BLK_MAX_REQUEST_COUNT` or whose last request reached
     /// `BLK_PLUG_FLUSH_SIZE` is flushed first (and P again).
+    #[inline]
     fn add_rq_to_plug(
         &mut self,
         now: Instant,
@@ -327,6 +332,7 @@ impl MqQueue {
         self.mq_mut(rq).loc = Loc::Plug;
     }
 
+    #[inline]
     fn plug_started(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) {
         self.stats.plugs += 1;
         self.trace_simple(now, ctx, Action::Plug, Pdu::None, tr);
@@ -467,6 +473,7 @@ impl MqQueue {
 
     /// `blk_mq_attempt_bio_merge`: the plug's last request
     /// (`blk_attempt_plug_merge`), then `blk_mq_sched_bio_merge`.
+    #[inline]
     fn attempt_bio_merge(
         &mut self,
         now: Instant,
@@ -494,6 +501,7 @@ impl MqQueue {
     /// `blk_mq_sched_bio_merge`: the scheduler's `bio_merge`
     /// (`blk_mq_sched_try_merge`), or without one `blk_bio_list_merge` over
     /// the last 8 requests of the CPU's software queue.
+    #[inline]
     fn sched_bio_merge(
         &mut self,
         now: Instant,
