@@ -486,8 +486,7 @@ impl MqQueue {
             (b.flags, b.owner.task)
         };
         // bio_mergeable: not REQ_NOMERGE_FLAGS (NOMERGE, PREFLUSH, FUA).
-        if self.cfg.nomerges >= 2 || flags.contains(ReqFlags::NOMERGE) || flags.is_flush_or_fua()
-        {
+        if self.cfg.nomerges >= 2 || flags.contains(ReqFlags::NOMERGE) || flags.is_flush_or_fua() {
             return false;
         }
         if let Some(&last) = self.plugs.get(task).and_then(|p| p.list.last()) {
