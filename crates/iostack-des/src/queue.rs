@@ -237,7 +237,7 @@ impl<E: Copy> EventQueue<E> {
 
     pub fn peek_time(&self) -> Option<Instant> {
         let (k, _) = self.top();
-        (k != EMPTY_HEAD).then(|| Instant((k >> 64) as u64))
+        (k != EMPTY_HEAD).then_some(Instant((k >> 64) as u64))
     }
 
     pub fn len(&self) -> usize {
