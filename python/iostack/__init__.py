@@ -21,6 +21,7 @@ from ._iostack import (  # noqa: F401
     TunableError,
     __version__,
 )
+from ._catalog import devices, machine, machines, profiles, schedulers
 from ._run import Result, keyword_of, run, tunables
 from ._sweep import sweep, sweep_file
 from ._tools import ToolResult, bonnie, dd, fs_mark, iozone
@@ -35,6 +36,11 @@ __all__ = [
     "bonnie",
     "ToolResult",
     "tunables",
+    "machines",
+    "machine",
+    "devices",
+    "profiles",
+    "schedulers",
     "keyword_of",
     "Result",
     "IostackError",
