@@ -46,7 +46,7 @@ impl Profile {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Profile::V2_4 => &["2.4"],
-            Profile::V2_6_28 => &["2.6.27", "2.6.28"],
+            Profile::V2_6_28 => &["2.6.28", "2.6.27"],
             Profile::V2_6_32 => &["2.6.32"],
             Profile::V2_6_33 => &["2.6.33-36", "2.6.33", "2.6.34", "2.6.35", "2.6.36"],
             Profile::V2_6_37 => &["2.6.37"],

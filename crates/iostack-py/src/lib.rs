@@ -175,6 +175,20 @@ fn sweep_figures(json: &str) -> PyResult<Vec<(String, String, f64)>> {
     iostack_cli::sweep::figures(json).map_err(errors::to_py)
 }
 
+/// A sweep journal's finished points (`DIR/points.jsonl`, as `iostack sweep`
+/// reads it): (point key, figures) pairs; a missing file has none.
+#[pyfunction]
+fn sweep_journal(path: &str) -> PyResult<Vec<(String, Vec<iostack_cli::sweep::Figure>)>> {
+    let done = iostack_cli::sweep::read_journal(std::path::Path::new(path));
+    Ok(done.map_err(errors::to_py)?.into_iter().collect())
+}
+
+/// One journal line of a finished point, as `iostack sweep` writes it.
+#[pyfunction]
+fn sweep_journal_line(key: &str, figures: Vec<iostack_cli::sweep::Figure>) -> String {
+    iostack_cli::sweep::journal_line(key, &figures)
+}
+
 /// The inputs of one point, as `run_fio` takes them: jobs, machine, kernel,
 /// sched, seed, sets, until, layouts.
 type PointInputs = (
@@ -239,6 +253,8 @@ fn _iostack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_figures, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_journal, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_journal_line, m)?)?;
     m.add_function(wrap_pyfunction!(run_tool, m)?)?;
     m.add("SWEEP_METRICS", iostack_cli::sweep::METRICS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
