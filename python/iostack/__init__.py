@@ -10,6 +10,9 @@ parameters locally or on Ray.
 
 Tunables are keyword arguments named after the tunable table with `/` as `_`
 (`iosched/cfq/slice_idle` is `iosched_cfq_slice_idle`); `tunables()` lists them.
+`machines()`, `machine(NAME_OR_FILE)`, `devices()`, `profiles()` and
+`schedulers(kernel=...)` list the rest of what a run can be given, from the
+same registries as the command line (`iostack machines`, docs/presets.md).
 """
 
 from ._iostack import (  # noqa: F401
