@@ -57,7 +57,7 @@ use std::collections::VecDeque;
 
 /// Parameters of a mechanical disk. Plain data: presets write them from
 /// datasheets; the model derives its geometry and seek curve from them.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HddParams {
     /// Capacity in 512-byte logical sectors.
     pub capacity_sectors: u64,
