@@ -39,6 +39,10 @@ pub struct Extent {
     pub len: u64,
 }
 
+/// An indirect block's place in the mapping tree: (depth of the chain,
+/// level in it from 1 at the inode's slot, the offsets above it).
+pub type IndKey = (u8, u8, u64);
+
 #[derive(Clone, Debug)]
 pub struct Inode {
     pub name: String,
@@ -50,7 +54,7 @@ pub struct Inode {
     pub meta_blocks: Vec<u64>,
     /// Each indirect block by its place in the mapping tree: (depth of the
     /// chain, level in it from 1 at the inode's slot, the offsets above it).
-    pub ind: BTreeMap<(u8, u8, u64), u64>,
+    pub ind: BTreeMap<IndKey, u64>,
     /// 2.4's `i_dirty_buffers`: the indirect blocks from this index on were
     /// allocated during the run and are dirty (`ext2_alloc_branch` →
     /// `mark_buffer_dirty_inode`).
@@ -65,7 +69,10 @@ impl Inode {
     /// The end of the last data block allocated (blocks before it may be
     /// holes).
     pub fn nblocks(&self) -> u64 {
-        self.extents.values().next_back().map_or(0, |e| e.lblk + e.len)
+        self.extents
+            .values()
+            .next_back()
+            .map_or(0, |e| e.lblk + e.len)
     }
 
     /// (physical block, blocks left in the extent) of `lblk`, if mapped.
@@ -307,7 +314,7 @@ impl Ext2 {
     /// The places (`Inode::ind` keys) of the indirect blocks of `lblk`'s
     /// chain, from the inode's slot down (`ext3_get_branch`'s walk), and how
     /// many there are.
-    fn chain_keys(&self, lblk: u64) -> Result<([(u8, u8, u64); 3], usize), FsError> {
+    fn chain_keys(&self, lblk: u64) -> Result<([IndKey; 3], usize), FsError> {
         let (depth, off, _) = self.block_to_path(lblk)?;
         let mut keys = [(0, 0, 0); 3];
         let mut prefix = 0u64;

@@ -305,7 +305,11 @@ fn random_writes_to_a_new_file_fit_their_handles_credits() {
     w.io_size = 200 * 4096;
     let qs = run(&[], vec![w]);
     let data: u64 = qs.iter().filter(|q| q.2 == 7000).map(|q| q.1 as u64).sum();
-    let log: u64 = qs.iter().filter(|q| q.2 == KJOURNALD).map(|q| q.1 as u64).sum();
+    let log: u64 = qs
+        .iter()
+        .filter(|q| q.2 == KJOURNALD)
+        .map(|q| q.1 as u64)
+        .sum();
     assert!(data >= 200 * 8, "the 200 pages are written: {data} sectors");
     // 200 pages in 64 MiB: at most an IND per page (16 IND blocks span the
     // file), a DIND, bitmaps and descriptors of a few groups, the inode, the
