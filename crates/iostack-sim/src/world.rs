@@ -101,6 +101,9 @@ pub(crate) struct BufOp {
     pub offset: u64,
     pub len: u64,
     pub issue: Instant,
+    /// An O_DIRECT write that met a hole, written through the page cache
+    /// (`__generic_file_aio_write`'s -ENOTBLK fallback).
+    pub fallback: bool,
 }
 
 /// Where a process's I/O lands.
@@ -215,6 +218,9 @@ pub(crate) struct Proc {
     pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
     /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
     terminate: bool,
+    /// The sync in progress is a direct write's fallback
+    /// (`filemap_write_and_wait_range`, no `->fsync`).
+    pub(crate) fallback_sync: bool,
 }
 
 /// What fio keeps per file (`struct fio_file`) of a job with several files:
@@ -872,6 +878,7 @@ impl Simulation {
                 rng_dist: Rng::stream(seed, &format!("{label}/dist/draw")),
                 files: None,
                 terminate: false,
+                fallback_sync: false,
                 spec,
             });
             let map = match backing {
@@ -1158,7 +1165,7 @@ impl Simulation {
         if self.fsync_pending(pi, now) {
             return;
         }
-        if !self.procs[pi as usize].spec.direct {
+        if !self.procs[pi as usize].spec.direct || self.procs[pi as usize].buf.is_some() {
             if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
                 return;
             }
@@ -1411,6 +1418,31 @@ impl Simulation {
         self.issue_at(pi, dir, offset, len, now);
     }
 
+    /// Whether a direct write of `[offset, offset + len)` lies wholly in a
+    /// hole below `i_size`, in whole pages: `do_direct_IO` maps nothing
+    /// (`get_block` without create inside `i_size`, DIO_LOCKING) and returns
+    /// -ENOTBLK, and `__generic_file_aio_write` writes it through the page
+    /// cache, then `filemap_write_and_wait_range` (2.6.28's
+    /// `do_sync_mapping_range`) and `invalidate_mapping_pages` over it.
+    /// A write partly mapped (direct up to the hole, buffered after) is not
+    /// modelled and stays refused.
+    fn in_hole(&mut self, pi: u32, offset: u64, len: u64) -> bool {
+        let page = iostack_mm::PAGE_SIZE;
+        let Backing::File(ino) = self.procs[pi as usize].backing else {
+            return false;
+        };
+        if offset % page != 0 || len % page != 0 || len == 0 {
+            return false;
+        }
+        let gb = self.fs.get_block();
+        if offset + len > gb.i_size(ino) {
+            return false;
+        }
+        let bits = gb.blkbits();
+        let (first, end) = (offset >> bits, (offset + len) >> bits);
+        (first..end).all(|b| matches!(gb.get_block(ino, b, 1, false), Ok(m) if m.pblk.is_none()))
+    }
+
     /// fio's `get_next_file` in a job with several files: the file of the
     /// next I/O becomes the current one, opened (`td_io_open_file`) at its
     /// first use. Some(true): go on; Some(false): the open started a flush
@@ -1444,8 +1476,14 @@ impl Simulation {
     /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
     /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
     fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
+        self.issue_io(pi, dir, offset, len, false, now);
+    }
+
+    /// `issue_at`, or a buffered `write()` of a direct process's write that
+    /// met a hole (`fallback`).
+    fn issue_io(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, fallback: bool, now: Instant) {
         let p = &mut self.procs[pi as usize];
-        if !p.spec.direct {
+        if !p.spec.direct || fallback {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {
                 p.result.error = Some(format!(
@@ -1465,6 +1503,7 @@ impl Simulation {
                 offset,
                 len,
                 issue: now,
+                fallback,
             });
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
             self.charge_sys(TaskId(pi), cost);
@@ -1500,10 +1539,15 @@ impl Simulation {
         let map_cost = match r {
             Ok(c) => c,
             Err(e) => {
-                p.result.error = Some(e.to_string());
                 p.slots[slot as usize].plan = plan;
                 p.free.push(slot);
                 p.inflight -= 1;
+                if dir == Dir::Write && self.in_hole(pi, offset, len) {
+                    self.issue_io(pi, dir, offset, len, true, now);
+                    return;
+                }
+                let p = &mut self.procs[pi as usize];
+                p.result.error = Some(e.to_string());
                 self.finish_proc(pi, now);
                 return;
             }
@@ -1722,6 +1766,16 @@ impl Simulation {
         let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
+        if op.fallback {
+            // filemap_write_and_wait_range: the pages written back and
+            // waited for, no journal commit; then invalidated.
+            p.fallback_sync = true;
+            p.osync_op = Some(op);
+            let map = p.map;
+            self.start_fsync(pi, map);
+            self.schedule_task(TaskId(pi), now);
+            return;
+        }
         if op.dir == Dir::Write && p.spec.osync {
             // O_SYNC/O_DSYNC: generic_file_aio_write syncs what it wrote
             // (2.6.28 sync_page_range, later generic_write_sync →
@@ -1782,7 +1836,8 @@ impl Simulation {
     /// fio's open-time flush (`invalidate`) is no fsync and goes on at once.
     pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
-        if !self.procs[pi as usize].invalidate_pending {
+        let p = &self.procs[pi as usize];
+        if !p.invalidate_pending && !p.fallback_sync {
             if let Backing::File(ino) = self.procs[pi as usize].backing {
                 let datasync = self.procs[pi as usize].datasync;
                 if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
@@ -1829,6 +1884,15 @@ impl Simulation {
         }
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
+        }
+        if std::mem::take(&mut self.procs[pi as usize].fallback_sync) {
+            let op = self.procs[pi as usize]
+                .osync_op
+                .as_ref()
+                .expect("fallback op");
+            let page = iostack_mm::PAGE_SIZE;
+            let (map, first, end) = (op.map, op.offset / page, (op.offset + op.len) / page);
+            self.vm.invalidate_mapping_pages(map, first, end);
         }
         if let Some(op) = self.procs[pi as usize].osync_op.take() {
             self.buf_returned(pi, op, now);

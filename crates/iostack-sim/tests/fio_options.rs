@@ -296,12 +296,9 @@ fn null_engine_issues_nothing_to_the_device() {
 
 /// `loops=3` reads the file three times (fio's `keep_running`), sequential and
 /// random; with buffered I/O it is refused (fio drops the cache at each loop).
-/// The random writer overwrites a laid-out file (`overwrite=1`): into a new,
-/// sparse file its O_DIRECT writes below `i_size` would meet holes, which
-/// the kernel writes through the page cache (not modelled).
 #[test]
 fn loops_repeat_the_job() {
-    for rw in ["read", "randread", "randwrite\noverwrite=1"] {
+    for rw in ["read", "randread", "randwrite"] {
         let base = format!("[j]\nrw={rw}\nbs=4k\nsize=1m\ndirect=1\n");
         assert_eq!(ios_of(&base), 256, "{rw}");
         assert_eq!(ios_of(&format!("{base}loops=3\n")), 768, "{rw}");
@@ -792,4 +789,30 @@ fn randrepeat_and_randseed_choose_the_random_streams() {
     let c = queued_sectors(&format!("{base}randseed=1234\n"));
     assert_ne!(a, c);
     assert_ne!(b, c);
+}
+
+/// O_DIRECT random writes into a new file (fio unlinks and recreates a
+/// write job's file, tiobench-example.fio's `randwrite`): a write past
+/// `i_size` allocates its block and goes direct; one into a hole below
+/// `i_size` gets -ENOTBLK from `do_direct_IO` (`get_block` without create,
+/// DIO_LOCKING) and `__generic_file_aio_write` writes it through the page
+/// cache, writes that back and waits (`filemap_write_and_wait_range`) and
+/// drops the pages: the writer itself writes those pages back, none is left
+/// cached or dirty, and every write completes.
+#[test]
+fn direct_writes_into_holes_fall_back_to_the_page_cache() {
+    let text = "[j]\nfilename=/mnt/test/f\nsize=8m\nrw=randwrite\ndirect=1\nnumber_ios=200\n";
+    let r = run_on(text, "2.6.32");
+    let p = &r.procs[0];
+    assert!(p.error.is_none(), "{:?}", p.error);
+    assert_eq!(p.dirs[1].ios, 200);
+    let by_writer = r.vm.wb_pages.dirtier;
+    assert!(by_writer > 100, "most writes fall back: {by_writer} pages");
+    assert!(
+        by_writer < 200,
+        "those past i_size go direct: {by_writer} pages"
+    );
+    // A laid-out file (overwrite=1) has no holes: every write is direct.
+    let r = run_on(&format!("{text}overwrite=1\n"), "2.6.32");
+    assert_eq!(r.vm.wb_pages.dirtier, 0);
 }
