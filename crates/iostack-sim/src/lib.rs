@@ -3,6 +3,7 @@
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
 mod bdev;
+mod bdflush;
 pub mod bonnie;
 mod buffered;
 pub mod check;
