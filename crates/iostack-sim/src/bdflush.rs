@@ -106,9 +106,11 @@ impl Simulation {
         let f = self.vm.flush_dirty_buffers(check_flushtime, now);
         let flags = ReqFlags::writeback(self.cfg.tunables.profile(), false, false);
         for &(map, first, n) in &f.runs {
+            let wb = &mut self.vm.wb_pages;
             match self.tasks.kind(task) {
-                TaskKind::Process(_) => self.vm.wb_pages.dirtier += n,
-                _ => self.vm.wb_pages.flusher += n,
+                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
+                TaskKind::Process(_) => wb.dirtier += n,
+                _ => wb.flusher += n,
             }
             self.queue_runs_by_block(task, map, first, n, flags, now);
         }
