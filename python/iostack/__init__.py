@@ -10,6 +10,9 @@ parameters locally or on Ray.
 
 Tunables are keyword arguments named after the tunable table with `/` as `_`
 (`iosched/cfq/slice_idle` is `iosched_cfq_slice_idle`); `tunables()` lists them.
+`machines()`, `machine(NAME_OR_FILE)`, `devices()`, `profiles()` and
+`schedulers(kernel=...)` list the rest of what a run can be given, from the
+same registries as the command line (`iostack machines`, docs/presets.md).
 """
 
 from ._iostack import (  # noqa: F401
@@ -21,6 +24,7 @@ from ._iostack import (  # noqa: F401
     TunableError,
     __version__,
 )
+from ._catalog import devices, machine, machines, profiles, schedulers
 from ._run import Result, keyword_of, run, tunables
 from ._sweep import sweep, sweep_file
 from ._tools import ToolResult, bonnie, dd, fs_mark, iozone
@@ -35,6 +39,11 @@ __all__ = [
     "bonnie",
     "ToolResult",
     "tunables",
+    "machines",
+    "machine",
+    "devices",
+    "profiles",
+    "schedulers",
     "keyword_of",
     "Result",
     "IostackError",

@@ -15,8 +15,8 @@ def keyword_of(name: str) -> str:
     return name.replace("/", "_").replace("-", "_")
 
 
-def _table(kernel: str = "2.6.36"):
-    return _iostack.tunables(kernel)
+def _table(kernel: str = "2.6.36", sched: str | None = None):
+    return _iostack.tunables(kernel, sched)
 
 
 def _keywords() -> dict[str, str]:
@@ -36,7 +36,8 @@ TUNABLE_KEYWORDS: dict[str, str] = _keywords()
 def tunables(kernel: str = "2.6.36", sched: str | None = None):
     """Every tunable with its keyword, unit, default under `kernel` and
     description, as a DataFrame; with `sched`, the `iosched/*` ones of that
-    scheduler only (as `iostack tunables --sched` lists them)."""
+    scheduler only (as `iostack tunables --sched` lists them; a scheduler the
+    kernel does not have raises `ConfigError`)."""
     import pandas as pd
 
     def shown(name: str) -> bool:
@@ -52,7 +53,7 @@ def tunables(kernel: str = "2.6.36", sched: str | None = None):
             "default": default,
             "description": doc,
         }
-        for name, unit, default, doc in _table(kernel)
+        for name, unit, default, doc in _table(kernel, sched)
         if shown(name)
     ]
     return pd.DataFrame(rows)
@@ -232,11 +233,9 @@ class Result:
         `i_ns`, `d_ns`, `c_ns` (first bio queued, inserted, dispatched,
         completed; ns from the start, null when the trace has none), `major`,
         `minor`, `sector`, `bytes`, `rwbs`, `pid`, `comm`, `cpu`, and the
-        derived `queue_ns` (D - I) and `device_ns` (C - D)."""
-        df = self.requests_arrow().to_pandas(types_mapper=_nullable)
-        df["queue_ns"] = df["d_ns"] - df["i_ns"]
-        df["device_ns"] = df["c_ns"] - df["d_ns"]
-        return df
+        derived `queue_ns` (D - I) and `device_ns` (C - D). The columns of
+        `iostack run --requests FILE.parquet` (the same Rust table)."""
+        return self.requests_arrow().to_pandas(types_mapper=_nullable)
 
 
 def _nullable(t):

@@ -76,20 +76,22 @@ def _bar(total: int, progress: bool):
     return tqdm(total=total, unit="point", desc="sweep")
 
 
-def _local(fn: Callable, args: list, workers, bar):
+def _local(fn: Callable, args: list, workers, done: Callable):
+    """Run `fn(*a)` for each of `args` on a thread pool, calling `done(i,
+    result)` on this thread as each ends; an error stops the pool (points
+    not started are cancelled; those finished were handed to `done`)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+    try:
         futs = {pool.submit(fn, *a): i for i, a in enumerate(args)}
-        results: list = [None] * len(args)
         for f in as_completed(futs):
-            results[futs[f]] = f.result()
-            if bar is not None:
-                bar.update(1)
-        return results
+            done(futs[f], f.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ray(fn: Callable, args: list, address, bar):
+def _ray(fn: Callable, args: list, address, done: Callable):
     import ray
 
     if not ray.is_initialized():
@@ -97,15 +99,15 @@ def _ray(fn: Callable, args: list, address, bar):
     task = ray.remote(fn)
     refs = [task.remote(*a) for a in args]
     index = {r: i for i, r in enumerate(refs)}
-    results: list = [None] * len(refs)
     pending = list(refs)
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        for r in ready:
-            results[index[r]] = ray.get(r)
-            if bar is not None:
-                bar.update(1)
-    return results
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for r in ready:
+                done(index[r], ray.get(r))
+    finally:
+        for r in pending:
+            ray.cancel(r)
 
 
 def _column(values: Iterable[Any]):
@@ -131,17 +133,107 @@ def _table(keys: Sequence[str], pts: list[dict], rows: list):
     return pa.table(cols)
 
 
-def _execute(fn, args, backend, workers, address, progress):
-    bar = _bar(len(args), progress)
-    try:
-        if backend == "local":
-            return _local(fn, args, workers, bar)
-        if backend == "ray":
-            return _ray(fn, args, address, bar)
+def _execute(fn, args, backend, workers, address, progress, finished=None):
+    """Every `fn(*a)` of `args`, in order; `finished(i, result)` is called as
+    each ends (on the calling thread)."""
+    if backend not in ("local", "ray"):
         raise ValueError(f"sweep: unknown backend '{backend}' (local, ray)")
+    bar = _bar(len(args), progress)
+    results: list = [None] * len(args)
+
+    def done(i, r):
+        results[i] = r
+        if finished is not None:
+            finished(i, r)
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        if args and backend == "local":
+            _local(fn, args, workers, done)
+        elif args:
+            _ray(fn, args, address, done)
+        return results
     finally:
         if bar is not None:
             bar.close()
+
+
+class _Journal:
+    """An output directory's `points.jsonl`, as `iostack sweep --out DIR` keeps
+    it (the same Rust reader and line format): one line per finished point,
+    its parameters and figures; a sweep started again with the same `out`
+    skips the points it holds. With requests, each finished point's request
+    table is kept beside it in `requests/` (a point without one is run again)."""
+
+    def __init__(self, out, keys: Sequence[str], pts: list[dict], requests: bool):
+        self.dir = os.fspath(out)
+        os.makedirs(self.dir, exist_ok=True)
+        self.path = os.path.join(self.dir, "points.jsonl")
+        self.keys = [_point_key(keys, p) for p in pts]
+        self.requests = requests
+        if requests:
+            os.makedirs(os.path.join(self.dir, "requests"), exist_ok=True)
+        done = dict(_iostack.sweep_journal(self.path))
+        self.done = {k: f for k, f in done.items() if k in self.keys and self._has_requests(k)}
+        # Rewrite the journal with its whole lines of this grid's points only.
+        with open(self.path, "w") as f:
+            for k in self.keys:
+                if k in self.done:
+                    f.write(_iostack.sweep_journal_line(k, self.done[k]))
+        self.file = open(self.path, "a")
+
+    def _req_path(self, key: str) -> str:
+        import hashlib
+
+        name = hashlib.sha256(key.encode()).hexdigest()[:20]
+        return os.path.join(self.dir, "requests", f"{name}.parquet")
+
+    def _has_requests(self, key: str) -> bool:
+        return not self.requests or os.path.exists(self._req_path(key))
+
+    def todo(self) -> list[int]:
+        return [i for i, k in enumerate(self.keys) if k not in self.done]
+
+    def finished(self, i: int, figs: list, req) -> None:
+        """Point `i` ended: its request table, then its journal line."""
+        k = self.keys[i]
+        if self.requests:
+            _write_parquet(req, self._req_path(k))
+        self.file.write(_iostack.sweep_journal_line(k, [(j, m, v) for j, m, v in figs]))
+        self.file.flush()
+        self.done[k] = figs
+
+    def figures(self, i: int) -> list:
+        return [(i, j, m, v) for j, m, v in self.done[self.keys[i]]]
+
+    def request_table(self, i: int):
+        import pyarrow.parquet as pq
+
+        return _with_point(pq.read_table(self._req_path(self.keys[i])), i)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _point_key(keys: Sequence[str], point: Mapping[str, Any]) -> str:
+    """A point's key in the journal: its parameters as compact JSON, as the
+    command line writes it."""
+    return json.dumps({k: point[k] for k in keys}, separators=(",", ":"),
+                      ensure_ascii=False, default=str)
+
+
+def _write_parquet(table, path) -> None:
+    """Write beside and rename, so an interrupted write leaves no half file."""
+    import pyarrow.parquet as pq
+
+    path = os.fspath(path)
+    pq.write_table(table, path + ".part")
+    os.replace(path + ".part", path)
+
+
+def _is_dir_out(out) -> bool:
+    return out is not None and not os.fspath(out).endswith(".parquet")
 
 
 def _to_duckdb(path, tables: Mapping[str, Any]) -> None:
@@ -157,6 +249,29 @@ def _to_duckdb(path, tables: Mapping[str, Any]) -> None:
             con.unregister("_t")
     finally:
         con.close()
+
+
+def _run_all(fn, pts, keys, make_args, journal, want_req, exec_kw):
+    """Run the points (those the journal lacks, when there is one); every
+    point's figure rows and request table, in point order."""
+    todo = journal.todo() if journal is not None else list(range(len(pts)))
+
+    def finished(j, res):
+        if journal is not None:
+            rows, req = res
+            figs = [(job, m, v) for _, job, m, v in rows]
+            journal.finished(todo[j], figs, req.drop_columns(["point"]) if want_req else None)
+
+    try:
+        results = _execute(fn, [make_args(i) for i in todo], finished=finished, **exec_kw)
+    finally:
+        if journal is not None:
+            journal.close()
+    if journal is None:
+        return [r for rows, _ in results for r in rows], [r for _, r in results]
+    rows = [r for i in range(len(pts)) for r in journal.figures(i)]
+    reqs = [journal.request_table(i) for i in range(len(pts))] if want_req else []
+    return rows, reqs
 
 
 def sweep(
@@ -178,13 +293,17 @@ def sweep(
     thread pool of `workers`, default one per CPU) or "ray" (Ray tasks;
     `ray.init(address=address)` unless Ray is already initialised). `seeds`
     adds a `seed` key. Returns a pyarrow Table with one row per point, job
-    and metric: `point`, the grid's parameters, `job`, `metric`, `value`;
-    written to the Parquet file `out` when given. With `requests_out`, every
-    point's request table (`Result.requests()`'s columns after `point`) goes
-    to that Parquet file; with `duckdb`, both tables go into that DuckDB
-    database file as tables `jobs` and `requests`. `progress=True` shows a
-    tqdm bar. The content does not depend on the backend or on the order the
-    points finish in."""
+    and metric: `point`, the grid's parameters, `job`, `metric`, `value`.
+    `out` is a directory, as `iostack sweep --out DIR` writes it: the table
+    goes to `DIR/jobs.parquet` and each finished point to the journal
+    `DIR/points.jsonl`, so that a sweep interrupted and started again with the
+    same `out` runs only the points the journal lacks (and gives the same
+    table); an `out` ending in `.parquet` is that file alone, without a
+    journal. With `requests_out`, every point's request table
+    (`Result.requests()`'s columns after `point`) goes to that Parquet file;
+    with `duckdb`, both tables go into that DuckDB database file as tables
+    `jobs` and `requests`. `progress=True` shows a tqdm bar. The content does
+    not depend on the backend or on the order the points finish in."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -192,13 +311,18 @@ def sweep(
     if seeds is not None:
         grid["seed"] = list(seeds)
     base = dict(base or {})
-    pts = points(grid)
+    pts, keys = points(grid), list(grid)
     want_req = requests_out is not None or duckdb is not None
-    args = [(base, i, p, want_req) for i, p in enumerate(pts)]
-    results = _execute(run_point, args, backend, workers, address, progress)
-    table = _table(list(grid), pts, [row for rows, _ in results for row in rows])
-    req = pa.concat_tables([r for _, r in results]) if want_req else None
-    if out is not None:
+    journal = _Journal(out, keys, pts, want_req) if _is_dir_out(out) else None
+    rows, reqs = _run_all(
+        run_point, pts, keys, lambda i: (base, i, pts[i], want_req), journal, want_req,
+        dict(backend=backend, workers=workers, address=address, progress=progress),
+    )
+    table = _table(keys, pts, rows)
+    req = pa.concat_tables(reqs) if want_req else None
+    if journal is not None:
+        _write_parquet(table, os.path.join(journal.dir, "jobs.parquet"))
+    elif out is not None:
         pq.write_table(table, os.fspath(out))
     if requests_out is not None:
         pq.write_table(req, os.fspath(requests_out))
@@ -218,19 +342,23 @@ def sweep_file(
     progress: bool = False,
 ):
     """Run the grid file `path` as `iostack sweep GRID.toml --out DIR` does
-    (the same parser and figures; docs/sweep.md); the table is written to
-    `DIR/jobs.parquet` when `out` is given, and into the DuckDB database file
-    `duckdb` as table `jobs`. Ray runs it with `backend="ray"`."""
-    import pyarrow.parquet as pq
-
-    keys, inputs = _iostack.sweep_grid(os.fspath(path))
-    grid = {k: json.loads(v) for k, v in keys}
-    pts = points(grid)
-    results = _execute(run_inputs, list(enumerate(inputs)), backend, workers, address, progress)
-    table = _table(list(grid), pts, [row for rows, _ in results for row in rows])
-    if out is not None:
-        os.makedirs(out, exist_ok=True)
-        pq.write_table(table, os.path.join(out, "jobs.parquet"))
+    (the same parser, figures and journal; docs/sweep.md): with `out`, the
+    table is written to `DIR/jobs.parquet` and the finished points to
+    `DIR/points.jsonl`, and points already there are not run again (a
+    directory the command line started resumes here, and the other way
+    round). The table goes into the DuckDB database file `duckdb` as table
+    `jobs`. Ray runs it with `backend="ray"`."""
+    keys_json, inputs = _iostack.sweep_grid(os.fspath(path))
+    grid = {k: json.loads(v) for k, v in keys_json}
+    pts, keys = points(grid), list(grid)
+    journal = _Journal(out, keys, pts, False) if out is not None else None
+    rows, _ = _run_all(
+        run_inputs, pts, keys, lambda i: (i, inputs[i]), journal, False,
+        dict(backend=backend, workers=workers, address=address, progress=progress),
+    )
+    table = _table(keys, pts, rows)
+    if journal is not None:
+        _write_parquet(table, os.path.join(journal.dir, "jobs.parquet"))
     if duckdb is not None:
         _to_duckdb(duckdb, {"jobs": table})
     return table

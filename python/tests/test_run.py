@@ -116,3 +116,24 @@ def test_tunables_of_a_scheduler():
     io = [n for n in t["name"] if n.startswith("iosched/")]
     assert io and all(n.startswith("iosched/deadline/") for n in io)
     assert t.set_index("name").loc["queue/nr_requests", "default"] == "128"
+
+
+def test_requests_parquet_from_the_command_line(iostack_bin, job_file, tmp_path):
+    """`iostack run --requests FILE.parquet`: a row per blkparse D event of the
+    same run, the content of `Result.requests()`."""
+    import pyarrow.parquet as pq
+
+    out, bp = tmp_path / "req.parquet", tmp_path / "out.blkparse"
+    args = ["--machine", "null", "--kernel", "2.6.32", "--sched", "deadline", "--seed", "5"]
+    p = cli(iostack_bin, "run", job_file, *args, "--requests", out, "--blkparse", bp)
+    assert p.returncode == 0, p.stderr
+    d = [l for l in bp.read_text().splitlines() if len(l.split()) > 6 and l.split()[5] == "D"]
+    table = pq.read_table(out)
+    assert table.num_rows == len(d) > 0
+    r = iostack.run(job=str(job_file), machine="null", kernel="2.6.32", sched="deadline", seed=5)
+    assert table.equals(r.requests_arrow())
+    got = table.to_pandas(types_mapper=iostack._run._nullable)
+    pd.testing.assert_frame_equal(got, r.requests())
+    assert "--requests FILE.parquet" in cli(iostack_bin, "run", "--help").stdout
+    bad = cli(iostack_bin, "run", job_file, "--machine", "null", "--requests", "-")
+    assert bad.returncode != 0 and "--requests -" in bad.stderr

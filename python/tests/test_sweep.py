@@ -146,3 +146,74 @@ def test_points_are_independent(local):
     got = dict(zip(p["metric"], p["value"]))
     assert got["read.iops"] == r.loc[0, "read.iops"]
     assert got["read.clat_ns.mean"] == r.loc[0, "read.clat_ns.mean"]
+
+
+SMALL = {"sched": ["noop", "deadline"], "queue/nr_requests": [4, 8, 16, 32]}
+BASE = {"job": JOB, "machine": "null"}
+
+
+def counting(monkeypatch, name, fail_at=None):
+    """Wrap `iostack._sweep.NAME` to record the points it runs (and raise at
+    the `fail_at`-th, as a sweep killed in the middle would stop)."""
+    real = getattr(iostack._sweep, name)
+    calls = []
+
+    def wrapper(*a):
+        calls.append(a[1] if name == "run_point" else a[0])
+        if len(calls) == fail_at:
+            raise RuntimeError("killed")
+        return real(*a)
+
+    monkeypatch.setattr(iostack._sweep, name, wrapper)
+    return calls
+
+
+def test_sweep_resumes_after_an_interruption(tmp_path, monkeypatch):
+    full = tmp_path / "full"
+    whole = iostack.sweep(SMALL, BASE, out=full, workers=1, requests_out=tmp_path / "r0.parquet")
+    assert len((full / "points.jsonl").read_text().splitlines()) == 8
+    part = tmp_path / "part"
+    calls = counting(monkeypatch, "run_point", fail_at=4)
+    with pytest.raises(RuntimeError, match="killed"):
+        iostack.sweep(SMALL, BASE, out=part, workers=1, requests_out=tmp_path / "r1.parquet")
+    assert len((part / "points.jsonl").read_text().splitlines()) == 3
+    assert not (part / "jobs.parquet").exists()
+    calls = counting(monkeypatch, "run_point")
+    again = iostack.sweep(SMALL, BASE, out=part, workers=1, requests_out=tmp_path / "r1.parquet")
+    assert sorted(calls) == [3, 4, 5, 6, 7]
+    assert again.equals(whole)
+    assert (part / "jobs.parquet").read_bytes() == (full / "jobs.parquet").read_bytes()
+    assert pq.read_table(tmp_path / "r1.parquet").equals(pq.read_table(tmp_path / "r0.parquet"))
+    # Started once more: nothing left to run, the same table.
+    calls = counting(monkeypatch, "run_point")
+    iostack.sweep(SMALL, BASE, out=part, workers=1)
+    assert calls == []
+    assert (part / "jobs.parquet").read_bytes() == (full / "jobs.parquet").read_bytes()
+
+
+def test_sweep_resumes_a_journal_cut_short(tmp_path, monkeypatch):
+    full = tmp_path / "full"
+    iostack.sweep(SMALL, BASE, out=full)
+    lines = (full / "points.jsonl").read_text().splitlines(keepends=True)
+    part = tmp_path / "part"
+    part.mkdir()
+    # Five whole lines and half of the sixth, as a kill in mid-write leaves it.
+    (part / "points.jsonl").write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 2])
+    calls = counting(monkeypatch, "run_point")
+    iostack.sweep(SMALL, BASE, out=part)
+    assert len(calls) == 3
+    assert (part / "jobs.parquet").read_bytes() == (full / "jobs.parquet").read_bytes()
+    assert (part / "points.jsonl").read_text().count("\n") == 8
+
+
+def test_python_resumes_the_command_lines_sweep(cli_sweep, grid_file, tmp_path, monkeypatch):
+    lines = (cli_sweep / "points.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == 64
+    part = tmp_path / "part"
+    part.mkdir()
+    (part / "points.jsonl").write_text("".join(lines[:40]))
+    calls = counting(monkeypatch, "run_inputs")
+    t = iostack.sweep_file(grid_file, part)
+    assert len(calls) == 24
+    assert t.equals(pq.read_table(cli_sweep / "jobs.parquet"))
+    assert pq.read_table(part / "jobs.parquet").equals(pq.read_table(cli_sweep / "jobs.parquet"))

@@ -101,6 +101,10 @@ impl RequestPool {
     pub fn free(&mut self, id: RqId) -> Request {
         self.0.free(id.0)
     }
+    /// Free `id` without handing its request back.
+    pub fn remove(&mut self, id: RqId) {
+        self.0.remove(id.0)
+    }
     pub fn live(&self) -> usize {
         self.0.live()
     }

@@ -135,6 +135,17 @@ pub fn tunable_table(kernel: &str) -> Result<Vec<(String, String, String, String
         .collect())
 }
 
+/// Check that `kernel`'s profile has the I/O scheduler `sched`, as `--sched`
+/// is checked.
+pub fn check_scheduler(kernel: &str, sched: &str) -> Result<()> {
+    let profile = iostack_core::Profile::parse(kernel)
+        .map_err(|e| SimError::Profile(format!("kernel: {e}")))?;
+    let t = iostack_core::Tunables::new(profile, &iostack_sim::tunable_tables());
+    iostack_iosched::check(sched, &t)
+        .map(|_| ())
+        .map_err(|e| SimError::Scheduler(format!("sched {sched}: {e}")).into())
+}
+
 /// Run the command-line front end `tool` (dd, iozone, fs_mark or bonnie) with
 /// its arguments `argv` (the tool's own and iostack's `--` options), as `iostack
 /// TOOL ARGV...` does; its standard output and error. A command that fails is

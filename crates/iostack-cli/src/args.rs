@@ -71,6 +71,14 @@ pub const FLAGS: &[Flag] = &[
         doc: "write blkparse's default text output to FILE (- for stdout)",
     },
     Flag {
+        long: "requests",
+        takes: Takes::Value("FILE.parquet"),
+        repeat: false,
+        doc: "run: write one row per dispatched request (blkparse's D events; the columns \
+              of Python's Result.requests()) to a Parquet file, a row group at a time as \
+              the run goes",
+    },
+    Flag {
         long: "filefrag",
         takes: Takes::Value("FILE"),
         repeat: true,
@@ -93,7 +101,8 @@ pub const FLAGS: &[Flag] = &[
         long: "markdown",
         takes: Takes::Nothing,
         repeat: false,
-        doc: "tunables: print the tunable reference (docs/tunables.md) for every profile",
+        doc: "tunables: print the tunable reference (docs/tunables.md) for every profile; \
+              machines: print the preset reference (docs/presets.md)",
     },
     Flag {
         long: "help-options",

@@ -48,6 +48,7 @@ pub const RUN_FLAGS: &[&str] = &[
     "layout",
     "filefrag",
     "filefrag-v",
+    "requests",
     "help",
     "help-options",
 ];
@@ -81,6 +82,7 @@ const REPRODUCE: &[&str] = &[
     "help",
 ];
 const TUNABLES: &[&str] = &["machine", "kernel", "sched", "set", "markdown", "help"];
+const MACHINES: &[&str] = &["markdown", "help"];
 
 /// The experiment files built into the binary (`experiments/*.toml`).
 const BUILTIN_EXPERIMENTS: &[(&str, &str)] = &[
@@ -144,7 +146,8 @@ fn usage() -> String {
          iostack sweep GRID.toml --out DIR [--workers N]\n  \
          iostack reproduce [NAME...] [--json] [--trace-dir DIR] [--seed N] [--html FILE] [--check]\n  \
          iostack report JOB.fio [options] --html FILE | --sweep DIR --html FILE\n  \
-         iostack tunables [--kernel P] [--sched S] [--set K=V]...\n\noptions:\n{}",
+         iostack tunables [--kernel P] [--sched S] [--set K=V]...\n  \
+         iostack machines [--markdown]\n\noptions:\n{}",
         args::help(COMMON)
     )
 }
@@ -175,6 +178,7 @@ pub fn dispatch(argv: &[String]) -> Result<ExitCode> {
         "report" => crate::report::command(rest),
         "reproduce" => reproduce(&args::parse(rest, REPRODUCE).map_err(ae)?),
         "tunables" => tunables(&args::parse(rest, TUNABLES).map_err(ae)?),
+        "machines" => machines(&args::parse(rest, MACHINES).map_err(ae)?),
         "help" | "--help" | "-h" => {
             out::stdout(&usage())?;
             Ok(ExitCode::SUCCESS)
@@ -194,7 +198,12 @@ fn seed_of(p: &Parsed) -> Result<Seed> {
 }
 
 pub(crate) fn machine_of(p: &Parsed, default: &str) -> Result<Machine> {
-    let name = p.get("machine").unwrap_or(default);
+    machine_of_name(p.get("machine").unwrap_or(default))
+}
+
+/// A machine as `--machine` names it: a machine file if one is there, else a
+/// preset.
+pub(crate) fn machine_of_name(name: &str) -> Result<Machine> {
     if Path::new(name).is_file() {
         let text = std::fs::read_to_string(name).map_err(|e| CliError::io(name, e))?;
         Ok(machine::parse_file(name, &text).map_err(SimError::from)?)
@@ -318,6 +327,25 @@ fn tunables(p: &Parsed) -> Result<ExitCode> {
         s.push_str(&format!("{:<40} {:<20} {}\n", d.name, val, unit));
     }
     out::stdout(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `iostack machines`: the machine presets, one a line (`--markdown`: the
+/// reference docs/presets.md, with every device preset).
+fn machines(p: &Parsed) -> Result<ExitCode> {
+    let text = if p.has("help") {
+        format!(
+            "usage: iostack machines [options]\nLists the machine presets `--machine` takes.\n{}",
+            args::help(MACHINES)
+        )
+    } else if p.has("markdown") {
+        crate::catalog::presets_markdown()
+    } else if let Some(x) = p.positional.first() {
+        return Err(format!("machines: unexpected argument '{x}'").into());
+    } else {
+        crate::catalog::machines_text()
+    };
+    out::stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

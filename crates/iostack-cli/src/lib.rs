@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod args;
+pub mod catalog;
 pub mod commands;
 pub mod fio_logs;
 pub mod fio_out;

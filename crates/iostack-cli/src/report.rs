@@ -91,10 +91,10 @@ fn run_page(p: &Parsed) -> Result<String> {
         blkparse: p.get("blkparse").map(str::to_string),
         ftrace: p.get("ftrace").map(str::to_string),
     };
-    let sink = RequestSink::new().map_err(|e| format!("arrow: {e}"))?;
+    let sink = RequestSink::new()?;
     let mut run = crate::api::run_fio(&inp, vec![Box::new(sink)])?;
     let sink = crate::commands::take::<RequestSink>(&mut run.sinks).ok_or("no request table")?;
-    let (ipc, _) = sink.into_ipc().map_err(|e| format!("arrow: {e}"))?;
+    let (ipc, _) = sink.into_ipc()?;
     let reqs = requests(&ipc)?;
     let note = format!(
         "{} ({} requests; {})",

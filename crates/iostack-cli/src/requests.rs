@@ -1,20 +1,25 @@
 //! One row per dispatched request (blktrace's `D` events, as `blkparse` prints
 //! them), built from the event stream as the run goes and written as Arrow record
-//! batches into an IPC stream: memory holds the requests in flight and one batch
-//! of columns, never a list of Python objects.
+//! batches, into an IPC stream (what the Python binding hands to pyarrow) or a
+//! Parquet file (`iostack run --requests FILE.parquet`, a row group per batch):
+//! memory holds the requests in flight and one batch of columns, never the
+//! whole table.
 
 use arrow_array::builder::{StringBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::StreamWriter;
-use arrow_schema::{ArrowError, DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Schema};
 use iostack_core::{Action, TraceEvent, TraceRecord, TraceSink};
 use iostack_des::Instant;
 use iostack_report::blktrace::{action_word, fill_rwbs};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
 use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
 use std::sync::Arc;
 
-/// Rows per record batch.
-const BATCH_ROWS: usize = 65_536;
+/// Rows per record batch (and per Parquet row group).
+pub const BATCH_ROWS: usize = 65_536;
 
 /// (device, start sector): what blktrace's events of one request share.
 type Key = (u32, u32, u64);
@@ -47,6 +52,8 @@ struct Columns {
     pid: UInt32Builder,
     comm: StringBuilder,
     cpu: UInt32Builder,
+    queue_ns: UInt64Builder,
+    device_ns: UInt64Builder,
     len: usize,
 }
 
@@ -65,6 +72,8 @@ impl Columns {
             pid: UInt32Builder::new(),
             comm: StringBuilder::new(),
             cpu: UInt32Builder::new(),
+            queue_ns: UInt64Builder::new(),
+            device_ns: UInt64Builder::new(),
             len: 0,
         }
     }
@@ -82,10 +91,14 @@ impl Columns {
         self.pid.append_value(r.pid);
         self.comm.append_value(comm);
         self.cpu.append_value(r.cpu);
+        self.queue_ns
+            .append_option(r.i_ns.and_then(|i| r.d_ns.checked_sub(i)));
+        self.device_ns
+            .append_option(r.c_ns.and_then(|c| c.checked_sub(r.d_ns)));
         self.len += 1;
     }
 
-    fn finish(&mut self, schema: &Arc<Schema>) -> Result<RecordBatch, ArrowError> {
+    fn finish(&mut self, schema: &Arc<Schema>) -> Result<RecordBatch, String> {
         self.len = 0;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.q_ns.finish()),
@@ -100,15 +113,19 @@ impl Columns {
             Arc::new(self.pid.finish()),
             Arc::new(self.comm.finish()),
             Arc::new(self.cpu.finish()),
+            Arc::new(self.queue_ns.finish()),
+            Arc::new(self.device_ns.finish()),
         ];
-        RecordBatch::try_new(schema.clone(), cols)
+        RecordBatch::try_new(schema.clone(), cols).map_err(|e| format!("arrow: {e}"))
     }
 }
 
 /// The table's schema: times in ns since the start of the run (`q_ns` the
 /// request's first bio queued, `i_ns` inserted into the elevator, `d_ns`
 /// dispatched to the driver, `c_ns` completed; null when the trace has no such
-/// event for the request: a request left in flight by `until`, or requeued).
+/// event for the request: a request left in flight by `until`, or requeued);
+/// then the derived `queue_ns` (D - I, in the elevator) and `device_ns` (C - D,
+/// at the device: btt's D2C), null when a time is.
 pub fn schema() -> Arc<Schema> {
     let u64c = |n: &str, null: bool| Field::new(n, DataType::UInt64, null);
     let u32c = |n: &str| Field::new(n, DataType::UInt32, false);
@@ -125,6 +142,8 @@ pub fn schema() -> Arc<Schema> {
         u32c("pid"),
         Field::new("comm", DataType::Utf8, false),
         u32c("cpu"),
+        u64c("queue_ns", true),
+        u64c("device_ns", true),
     ]))
 }
 
@@ -140,15 +159,31 @@ pub struct RequestSink {
     base: usize,
     cols: Columns,
     schema: Arc<Schema>,
-    writer: Option<StreamWriter<Vec<u8>>>,
-    error: Option<ArrowError>,
+    writer: Option<Output>,
+    batch_rows: usize,
+    error: Option<String>,
     rows: u64,
 }
 
+/// Where the batches go.
+enum Output {
+    Ipc(StreamWriter<Vec<u8>>),
+    Parquet(ArrowWriter<File>),
+}
+
+impl Output {
+    fn write(&mut self, b: &RecordBatch) -> Result<(), String> {
+        match self {
+            Output::Ipc(w) => w.write(b).map_err(|e| format!("arrow: {e}")),
+            // The row group is full (its size is the batch's): written out now.
+            Output::Parquet(w) => w.write(b).map_err(|e| format!("parquet: {e}")),
+        }
+    }
+}
+
 impl RequestSink {
-    pub fn new() -> Result<Self, ArrowError> {
-        let schema = schema();
-        Ok(RequestSink {
+    fn with_output(writer: Output, batch_rows: usize) -> Self {
+        RequestSink {
             comms: BTreeMap::new(),
             queued: BTreeMap::new(),
             inserted: BTreeMap::new(),
@@ -156,21 +191,54 @@ impl RequestSink {
             pending: VecDeque::new(),
             base: 0,
             cols: Columns::new(),
-            writer: Some(StreamWriter::try_new(Vec::new(), &schema)?),
-            schema,
+            writer: Some(writer),
+            schema: schema(),
+            batch_rows,
             error: None,
             rows: 0,
-        })
+        }
+    }
+
+    /// A sink writing an Arrow IPC stream in memory ([`Self::into_ipc`]).
+    pub fn new() -> Result<Self, String> {
+        let w = StreamWriter::try_new(Vec::new(), &schema()).map_err(|e| format!("arrow: {e}"))?;
+        Ok(Self::with_output(Output::Ipc(w), BATCH_ROWS))
+    }
+
+    /// A sink writing the Parquet file `file` as the run goes, one row group
+    /// of at most `batch_rows` rows at a time ([`Self::finish_parquet`]).
+    pub fn parquet(file: File, batch_rows: usize) -> Result<Self, String> {
+        let props = WriterProperties::builder()
+            .set_max_row_group_size(batch_rows)
+            .build();
+        let w = ArrowWriter::try_new(file, schema(), Some(props))
+            .map_err(|e| format!("parquet: {e}"))?;
+        Ok(Self::with_output(Output::Parquet(w), batch_rows))
     }
 
     /// The Arrow IPC stream of the table, and its row count.
-    pub fn into_ipc(mut self) -> Result<(Vec<u8>, u64), ArrowError> {
+    pub fn into_ipc(mut self) -> Result<(Vec<u8>, u64), String> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let mut w = self.writer.take().expect("stream taken once");
-        w.finish()?;
-        Ok((w.into_inner()?, self.rows))
+        let Some(Output::Ipc(mut w)) = self.writer.take() else {
+            return Err("the request table is not an IPC stream".into());
+        };
+        w.finish().map_err(|e| format!("arrow: {e}"))?;
+        let buf = w.into_inner().map_err(|e| format!("arrow: {e}"))?;
+        Ok((buf, self.rows))
+    }
+
+    /// Close the Parquet file (its footer); the row count.
+    pub fn finish_parquet(mut self) -> Result<u64, String> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let Some(Output::Parquet(w)) = self.writer.take() else {
+            return Err("the request table is not a Parquet file".into());
+        };
+        w.close().map_err(|e| format!("parquet: {e}"))?;
+        Ok(self.rows)
     }
 
     fn block(&mut self, rec: &TraceRecord) {
@@ -230,19 +298,20 @@ impl RequestSink {
             let comm = self.comms.get(&r.pid).map_or("", String::as_str);
             self.cols.push(&r, comm);
             self.rows += 1;
-            if self.cols.len == BATCH_ROWS {
+            if self.cols.len == self.batch_rows {
                 self.write_batch();
             }
         }
     }
 
     fn write_batch(&mut self) {
-        let res = self.cols.finish(&self.schema).and_then(|b| {
-            self.writer
-                .as_mut()
-                .expect("writer until the end")
-                .write(&b)
-        });
+        let res = self
+            .cols
+            .finish(&self.schema)
+            .and_then(|b| match self.writer.as_mut() {
+                Some(w) => w.write(&b),
+                None => Err("request table written after its end".into()),
+            });
         if let Err(e) = res {
             self.error.get_or_insert(e);
         }
@@ -266,5 +335,48 @@ impl TraceSink for RequestSink {
         if self.cols.len > 0 {
             self.write_batch();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{run_fio, RunInputs};
+    use crate::commands::{take, JobSource};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// The Parquet table is written a row group at a time during the run: no
+    /// row group holds more than a batch, and together they hold every request.
+    #[test]
+    fn parquet_is_written_in_row_groups_of_a_batch() {
+        let dir = std::env::temp_dir().join(format!("iostack-req-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.parquet");
+        let sink = RequestSink::parquet(File::create(&path).unwrap(), 16).unwrap();
+        let inp = RunInputs {
+            jobs: vec![JobSource::Text {
+                name: "j".into(),
+                text: "[j]\nrw=randread\ndirect=1\nsize=4m\nio_size=200k\nbs=4k\n\
+                       filename=/dev/nullb0\n"
+                    .into(),
+            }],
+            machine: Some("null".into()),
+            ..RunInputs::default()
+        };
+        let mut run = run_fio(&inp, vec![Box::new(sink)]).unwrap();
+        let rows = take::<RequestSink>(&mut run.sinks)
+            .unwrap()
+            .finish_parquet()
+            .unwrap();
+        assert_eq!(rows, 50);
+        let r = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let groups: Vec<i64> = r
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(groups, vec![16, 16, 16, 2]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

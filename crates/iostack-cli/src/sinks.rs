@@ -63,6 +63,18 @@ pub fn attach_streams(
         };
         sim.attach(Box::new(sink));
     }
+    if let Some(f) = p.get("requests") {
+        if f == "-" {
+            return Err(
+                "--requests -: give a file name (Parquet is not written to standard output)".into(),
+            );
+        }
+        let file =
+            std::fs::File::create(f).map_err(|e| CliError::io(format!("--requests {f}"), e))?;
+        let sink = crate::requests::RequestSink::parquet(file, crate::requests::BATCH_ROWS)
+            .map_err(|e| format!("--requests {f}: {e}"))?;
+        sim.attach(Box::new(sink));
+    }
     Ok(())
 }
 
@@ -90,6 +102,11 @@ pub fn finish_streams(sinks: &mut Vec<Box<dyn TraceSink>>, p: &Parsed) -> Result
         if s.output().is_some() {
             crate::out::stdout(&s.text())?;
         }
+    }
+    if let Some(f) = p.get("requests") {
+        let s = take::<crate::requests::RequestSink>(sinks).expect("attached");
+        s.finish_parquet()
+            .map_err(|e| format!("--requests {f}: {e}"))?;
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! parameters as columns. The point runner and the figures it keeps
 //! ([`figures`]) are the ones `iostack.sweep` calls from Python, so both give
 //! the same table. Finished points are journalled in `DIR/points.jsonl`; a
-//! sweep started again skips the points the journal holds.
+//! sweep started again skips the points the journal holds (the journal's
+//! reader and line format are those of Python's `iostack.sweep(out=DIR)` too).
 
 use crate::api::{self, RunInputs};
 use crate::args::Parsed;
@@ -288,7 +289,7 @@ fn point_key(grid: &Grid, point: &[Value]) -> String {
 
 /// The journal's finished points: parameters (as [`point_key`]) to figures. A
 /// last line cut short by an interruption is dropped.
-fn read_journal(path: &Path) -> Result<BTreeMap<String, Vec<Figure>>> {
+pub fn read_journal(path: &Path) -> Result<BTreeMap<String, Vec<Figure>>> {
     let mut done = BTreeMap::new();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -317,7 +318,7 @@ fn read_journal(path: &Path) -> Result<BTreeMap<String, Vec<Figure>>> {
 
 /// One journal line; values as their shortest round-trip text, so a resumed
 /// sweep's table is bit for bit the same.
-fn journal_line(key: &str, figs: &[Figure]) -> String {
+pub fn journal_line(key: &str, figs: &[Figure]) -> String {
     let f: Vec<serde_json::Value> = figs
         .iter()
         .map(|(j, m, v)| serde_json::json!([j, m, v.to_string()]))

@@ -227,6 +227,53 @@ fn tunable_docs_are_generated_from_the_table() {
     assert!(doc.contains("| `queue/nr_requests` | count | 4..=1048576 |"));
 }
 
+/// docs/presets.md is `iostack machines --markdown`, every preset of the
+/// registry is in it and in `iostack machines`, and its numbers are the
+/// presets' (spot checks against values the machine code sets).
+#[test]
+fn preset_docs_are_generated_from_the_registry() {
+    let (ok, out, err) = iostack(&["machines", "--markdown"]);
+    assert!(ok, "{err}");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/presets.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        doc, out,
+        "docs/presets.md is stale: run `iostack machines --markdown > docs/presets.md`"
+    );
+    let (ok, list, err) = iostack(&["machines"]);
+    assert!(ok, "{err}");
+    for (name, _) in iostack_sim::machine::MACHINES {
+        assert!(
+            doc.contains(&format!("### `{name}`")),
+            "{name} not in docs/presets.md"
+        );
+        assert!(
+            list.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name}"
+        );
+        let m = iostack_sim::machine::preset(name).unwrap();
+        let section = doc.split(&format!("### `{name}`")).nth(1).unwrap();
+        let section = section.split("\n### ").next().unwrap();
+        for (key, value) in [
+            ("cpus", m.cpus.to_string()),
+            ("mem_mb", (m.mem_bytes >> 20).to_string()),
+            ("cpu_bio_ns", m.cpu_bio_ns.to_string()),
+            ("scheduler", m.scheduler.clone()),
+            ("disk", m.disk_name.clone()),
+        ] {
+            assert!(
+                section.contains(&format!("| `{key}` | {value} |")),
+                "{name}: {key} = {value} not in docs/presets.md"
+            );
+        }
+    }
+    for (device, _) in iostack_device::presets::list() {
+        assert!(doc.contains(&format!("### device `{device}`")), "{device}");
+    }
+    assert!(doc.contains("| `seek_average_ns` | 8500000 |"));
+}
+
 #[test]
 fn fio_option_docs_are_generated_from_the_table() {
     let (ok, out, err) = iostack(&["run", "--help-options"]);

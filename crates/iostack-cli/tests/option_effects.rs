@@ -139,6 +139,38 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         ("replay_skip", replay(WL), "replay_skip=read"),
         ("stonewall", two(""), "stonewall"),
         ("new_group", two(""), "new_group"),
+        (
+            "nrfiles",
+            "[j]\ndirectory=/mnt/test\nsize=256k\ndirect=1\n".into(),
+            "nrfiles=2",
+        ),
+        (
+            "file_service_type",
+            "[j]\ndirectory=/mnt/test\nsize=256k\ndirect=1\nnrfiles=2\n".into(),
+            "file_service_type=sequential",
+        ),
+        (
+            "filename_format",
+            "[j]\ndirectory=/mnt/test\nsize=256k\nnumjobs=2\n".into(),
+            "filename_format=shared",
+        ),
+        (
+            "wait_for",
+            format!("[a]\n{FILE}rw=randread\ndirect=1\n[j]\nfilename=/mnt/test/b\nsize=256k\nrw=randread\ndirect=1\n"),
+            "wait_for=a",
+        ),
+        (
+            "exitall",
+            format!("[a]\n{FILE}number_ios=10\ndirect=1\n[j]\nfilename=/mnt/test/b\nsize=256k\ndirect=1\n"),
+            "exitall",
+        ),
+        (
+            "exit_what",
+            format!("[a]\n{FILE}direct=1\nexitall\n[j]\nnew_group\nfilename=/mnt/test/b\nsize=256k\nnumber_ios=5\ndirect=1\n"),
+            "exit_what=all",
+        ),
+        ("randrepeat", one("rw=randread\ndirect=1\n"), "randrepeat=0"),
+        ("randseed", one("rw=randread\ndirect=1\n"), "randseed=7"),
     ]
 }
 

@@ -51,6 +51,16 @@ impl<T> Slab<T> {
         self.live -= 1;
         v
     }
+    /// Free slot `i`, dropping its value in place.
+    pub fn remove(&mut self, i: u32) {
+        let slot = &mut self.slots[i as usize];
+        if slot.is_none() {
+            panic!("{} freed twice", self.what);
+        }
+        *slot = None;
+        self.free.push(i);
+        self.live -= 1;
+    }
     pub fn live(&self) -> usize {
         self.live
     }

@@ -18,7 +18,7 @@ use iostack_des::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FcLunParams {
     /// Payload rate of the link, each direction (4GFC: 400 MB/s).
     pub link_bytes_per_s: u64,

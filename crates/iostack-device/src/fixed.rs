@@ -15,7 +15,7 @@ use iostack_des::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FixedParams {
     pub overhead_ns: u64,
     /// Transfer rate in bytes per second; 0 means transfer is free.

@@ -39,7 +39,7 @@ pub struct DeviceCmd {
 }
 
 /// Limits the hardware declares (read-only, like `max_hw_sectors_kb`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct HwLimits {
     pub max_hw_sectors: u32,
     pub max_segments: u32,

@@ -63,7 +63,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// Parameters of a RAID0 controller and its members. Plain data.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Raid0Params {
     /// Number of member disks (N ≥ 1).
     pub members: u32,

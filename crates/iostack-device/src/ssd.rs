@@ -17,7 +17,7 @@ use crate::{Device, DeviceCmd, HwLimits};
 use iostack_des::{Duration, Instant};
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SsdParams {
     /// Hardware submission queues (NVMe I/O queue pairs; 1 for SATA).
     pub nr_hw_queues: u32,

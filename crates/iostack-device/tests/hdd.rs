@@ -577,3 +577,39 @@ fn a_write_hit_waits_for_the_old_copy_with_write_hit_destage() {
     assert!(with > 3_000_000, "with write_hit_destage: {with} ns");
     assert!(without < 1_500_000, "without: {without} ns");
 }
+
+/// A cached write's data is on the medium only after it has crossed the link:
+/// a block written just behind the one a flush has destaged (a journal commit
+/// block after its log blocks) arrives when the head has passed its sector, so
+/// the next flush waits most of a revolution for it to come round. (The model
+/// once destaged it from the instant the mechanism freed, before its data had
+/// arrived, and the flush cost only the write overhead.)
+#[test]
+fn data_is_destaged_only_after_it_has_arrived() {
+    let p = preset("sata-2010");
+    let w = |sector| Io {
+        sector,
+        sectors: 8,
+        write: true,
+        fua: false,
+    };
+    let x = p.capacity_sectors / 2;
+    // Queue depth 1: each command arrives when the one before completes.
+    let ios = [
+        (0, w(x)),
+        (0, common::flush_io()),
+        (0, w(x + 8)),
+        (0, common::flush_io()),
+    ];
+    let mut h = build(&p, 1);
+    let recs = drive(&mut h, 1, &ios);
+    let rev = 60_000_000_000 / p.rpm as u64;
+    let second = recs[3].done - recs[2].submit;
+    println!(
+        "sata-2010: flush after the next block took {} us (revolution {} us)",
+        second / 1000,
+        rev / 1000
+    );
+    assert!(second >= rev / 2, "{second} ns: destaged before it arrived");
+    assert!(second <= rev + 2 * p.overhead_write_ns, "{second} ns");
+}

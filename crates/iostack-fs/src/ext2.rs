@@ -15,6 +15,7 @@
 //! windows and concurrent-writer interleaving come with the buffered-I/O work.
 
 use crate::{BlockMapping, FsError, GetBlock};
+use std::collections::BTreeMap;
 
 pub const EXT2_NDIR_BLOCKS: u64 = 12;
 
@@ -38,14 +39,22 @@ pub struct Extent {
     pub len: u64,
 }
 
+/// An indirect block's place in the mapping tree: (depth of the chain,
+/// level in it from 1 at the inode's slot, the offsets above it).
+pub type IndKey = (u8, u8, u64);
+
 #[derive(Clone, Debug)]
 pub struct Inode {
     pub name: String,
     pub size: u64,
-    /// Data blocks, in logical order.
-    pub extents: Vec<Extent>,
+    /// Data blocks, keyed by their first logical block (a file written at
+    /// random offsets has holes between them).
+    pub extents: BTreeMap<u64, Extent>,
     /// Indirect blocks (IND, DIND, TIND) in allocation order.
     pub meta_blocks: Vec<u64>,
+    /// Each indirect block by its place in the mapping tree: (depth of the
+    /// chain, level in it from 1 at the inode's slot, the offsets above it).
+    pub ind: BTreeMap<IndKey, u64>,
     /// 2.4's `i_dirty_buffers`: the indirect blocks from this index on were
     /// allocated during the run and are dirty (`ext2_alloc_branch` →
     /// `mark_buffer_dirty_inode`).
@@ -57,30 +66,42 @@ pub struct Inode {
 }
 
 impl Inode {
-    /// Data blocks allocated.
+    /// The end of the last data block allocated (blocks before it may be
+    /// holes).
     pub fn nblocks(&self) -> u64 {
-        self.extents.last().map(|e| e.lblk + e.len).unwrap_or(0)
+        self.extents
+            .values()
+            .next_back()
+            .map_or(0, |e| e.lblk + e.len)
     }
 
+    /// (physical block, blocks left in the extent) of `lblk`, if mapped.
     fn lookup(&self, lblk: u64) -> Option<(u64, u64)> {
-        self.lookup_near(lblk, 0).map(|(p, left, _)| (p, left))
+        let e = self.extents.range(..=lblk).next_back()?.1;
+        (lblk < e.lblk + e.len).then(|| (e.pblk + (lblk - e.lblk), e.lblk + e.len - lblk))
     }
 
-    /// `lookup`, trying extent `hint` and the one after it before the binary
-    /// search (writeback walks a file in order); also returns the extent's index.
-    #[inline]
-    fn lookup_near(&self, lblk: u64, hint: usize) -> Option<(u64, u64, usize)> {
-        let hit = |i: usize| {
-            let e = self.extents.get(i)?;
-            (e.lblk <= lblk && lblk < e.lblk + e.len).then_some(i)
-        };
-        let i = match hit(hint).or_else(|| hit(hint + 1)) {
-            Some(i) => i,
-            None => self.extents.partition_point(|e| e.lblk + e.len <= lblk),
-        };
-        // (physical block, blocks left in the extent)
-        let e = self.extents.get(i)?;
-        (e.lblk <= lblk).then(|| (e.pblk + (lblk - e.lblk), e.lblk + e.len - lblk, i))
+    /// The first mapped block after `lblk` (where a hole from `lblk` ends).
+    fn next_mapped(&self, lblk: u64) -> Option<u64> {
+        self.extents.range(lblk + 1..).next().map(|(&l, _)| l)
+    }
+
+    /// Add data block `lb` at `pb`, growing the extent before it when both follow.
+    fn add_block(&mut self, lb: u64, pb: u64) {
+        if let Some((_, e)) = self.extents.range_mut(..lb).next_back() {
+            if e.lblk + e.len == lb && e.pblk + e.len == pb {
+                e.len += 1;
+                return;
+            }
+        }
+        self.extents.insert(
+            lb,
+            Extent {
+                lblk: lb,
+                pblk: pb,
+                len: 1,
+            },
+        );
     }
 }
 
@@ -97,8 +118,6 @@ pub struct Ext2 {
     gdt_blocks: u64,
     /// `(group, first data block)` of the allocator's last group.
     alloc_group: (u64, u64),
-    /// `(inode, extent index)` of the last mapping found.
-    hint: (u32, usize),
     /// ext3's journal: (first block, blocks), skipped by the allocator.
     journal_area: Option<(u64, u64)>,
 }
@@ -122,7 +141,6 @@ impl Ext2 {
             names: std::collections::BTreeMap::new(),
             gdt_blocks: 0,
             alloc_group: (u64::MAX, 0),
-            hint: (u32::MAX, 0),
             journal_area: None,
         };
         fs.gdt_blocks = (fs.groups() * DESC_SIZE).div_ceil(fs.p.block_size as u64);
@@ -293,45 +311,54 @@ impl Ext2 {
         Ok((depth, off, boundary))
     }
 
-    /// Indirect blocks that must be allocated before data block `lblk` when the
-    /// file grows to it in order: one per chain level whose pointer block starts here.
-    fn indirect_needed(&self, lblk: u64) -> Result<u64, FsError> {
+    /// The places (`Inode::ind` keys) of the indirect blocks of `lblk`'s
+    /// chain, from the inode's slot down (`ext3_get_branch`'s walk), and how
+    /// many there are.
+    fn chain_keys(&self, lblk: u64) -> Result<([IndKey; 3], usize), FsError> {
         let (depth, off, _) = self.block_to_path(lblk)?;
-        if depth == 1 {
-            return Ok(0);
+        let mut keys = [(0, 0, 0); 3];
+        let mut prefix = 0u64;
+        for level in 1..depth {
+            keys[level - 1] = (depth as u8, level as u8, prefix);
+            prefix = (prefix << self.ptrs_bits) | off[level];
         }
-        // Levels below the inode's own slot whose offsets are all zero from there on.
-        let mut n = 0;
-        for level in (1..depth).rev() {
-            n += 1;
-            if off[level] != 0 {
-                // This level's block exists already, so it and above are allocated.
-                n -= 1;
-                break;
-            }
-        }
-        Ok(n as u64)
+        Ok((keys, depth - 1))
     }
 
-    /// Append `nblocks` data blocks to `ino` in layout order, allocating indirect
-    /// blocks before the data they map (`ext3_alloc_branch`).
+    /// The indirect block holding data block `lblk`'s pointer, if it exists
+    /// (None for the inode's direct slots).
+    pub fn parent_of(&self, ino: u32, lblk: u64) -> Option<u64> {
+        let (keys, n) = self.chain_keys(lblk).ok()?;
+        let key = keys[..n].last()?;
+        self.inodes[ino as usize].ind.get(key).copied()
+    }
+
+    /// `ext3_alloc_branch` for data block `lb`: the indirect blocks its chain
+    /// lacks (from the highest missing level down), then the data block, each
+    /// from the allocator, so a file grown in order is laid out with its
+    /// indirect blocks before the data they map, and a block written in a
+    /// hole gets only its own branch (never the hole's).
+    fn alloc_branch(&mut self, ino: u32, lb: u64) -> Result<(), FsError> {
+        let (keys, n) = self.chain_keys(lb)?;
+        for key in &keys[..n] {
+            if self.inodes[ino as usize].ind.contains_key(key) {
+                continue;
+            }
+            let m = self.alloc_block()?;
+            let inode = &mut self.inodes[ino as usize];
+            inode.ind.insert(*key, m);
+            inode.meta_blocks.push(m);
+        }
+        let pb = self.alloc_block()?;
+        self.inodes[ino as usize].add_block(lb, pb);
+        Ok(())
+    }
+
+    /// Append `nblocks` data blocks to `ino` in layout order.
     fn append_blocks(&mut self, ino: u32, nblocks: u64) -> Result<(), FsError> {
         let start = self.inodes[ino as usize].nblocks();
         for lb in start..start + nblocks {
-            for _ in 0..self.indirect_needed(lb)? {
-                let m = self.alloc_block()?;
-                self.inodes[ino as usize].meta_blocks.push(m);
-            }
-            let pb = self.alloc_block()?;
-            let inode = &mut self.inodes[ino as usize];
-            match inode.extents.last_mut() {
-                Some(e) if e.pblk + e.len == pb && e.lblk + e.len == lb => e.len += 1,
-                _ => inode.extents.push(Extent {
-                    lblk: lb,
-                    pblk: pb,
-                    len: 1,
-                }),
-            }
+            self.alloc_branch(ino, lb)?;
         }
         Ok(())
     }
@@ -355,8 +382,9 @@ impl Ext2 {
         self.inodes.push(Inode {
             name: name.to_string(),
             size,
-            extents: Vec::new(),
+            extents: BTreeMap::new(),
             meta_blocks: Vec::new(),
+            ind: BTreeMap::new(),
             meta_clean: 0,
             datasync_dirty: false,
         });
@@ -376,22 +404,21 @@ impl Ext2 {
     /// which is said by the return value (false).
     pub fn truncate(&mut self, ino: u32) -> bool {
         let inode = &mut self.inodes[ino as usize];
-        let first = inode.extents.first().map(|e| e.pblk);
-        let first = first
-            .into_iter()
-            .chain(inode.meta_blocks.first().copied())
+        let data = || inode.extents.values();
+        let first = data()
+            .map(|e| e.pblk)
+            .chain(inode.meta_blocks.iter().copied())
             .min();
-        let last = inode.extents.last().map(|e| e.pblk + e.len);
-        let last = last
-            .into_iter()
+        let last = data()
+            .map(|e| e.pblk + e.len)
             .chain(inode.meta_blocks.iter().map(|b| b + 1))
             .max();
         inode.extents.clear();
         inode.meta_blocks.clear();
+        inode.ind.clear();
         inode.meta_clean = 0;
         inode.size = 0;
         inode.datasync_dirty = true;
-        self.hint = (u32::MAX, 0);
         match (first, last) {
             (Some(f), Some(l)) if l == self.cursor => {
                 self.cursor = f;
@@ -456,9 +483,7 @@ impl GetBlock for Ext2 {
         assert!(max_blocks > 0);
         let (_, _, blocks_to_boundary) = self.block_to_path(lblk)?;
         let inode = &self.inodes[ino as usize];
-        let hint = if self.hint.0 == ino { self.hint.1 } else { 0 };
-        if let Some((pblk, left, i)) = inode.lookup_near(lblk, hint) {
-            self.hint = (ino, i);
+        if let Some((pblk, left)) = inode.lookup(lblk) {
             // Map more blocks while they follow on disk, up to the boundary.
             let count = max_blocks.min(blocks_to_boundary + 1).min(left);
             return Ok(BlockMapping {
@@ -476,13 +501,15 @@ impl GetBlock for Ext2 {
                 new: false,
             });
         }
-        // Allocate: only appending is modelled (the allocator is sequential).
-        let have = inode.nblocks();
-        if lblk > have {
-            self.append_blocks(ino, lblk - have)?;
+        // Allocate the hole at lblk (`ext3_blks_to_allocate`: up to the
+        // boundary and the next mapped block), each block with its branch.
+        let mut count = max_blocks.min(blocks_to_boundary + 1);
+        if let Some(next) = inode.next_mapped(lblk) {
+            count = count.min(next - lblk);
         }
-        let count = max_blocks.min(blocks_to_boundary + 1);
-        self.append_blocks(ino, count)?;
+        for lb in lblk..lblk + count {
+            self.alloc_branch(ino, lb)?;
+        }
         // ext2_splice_branch: i_ctime and mark_inode_dirty.
         self.inodes[ino as usize].datasync_dirty = true;
         let (pblk, left) = self.inodes[ino as usize]
@@ -530,7 +557,7 @@ mod tests {
         let i = f.inode(ino);
         // D0..D11 at 16384.., IND0 at 16396, D12.. at 16397.
         assert_eq!(
-            i.extents[0],
+            i.extents[&0],
             Extent {
                 lblk: 0,
                 pblk: 16384,
@@ -539,7 +566,7 @@ mod tests {
         );
         assert_eq!(i.meta_blocks[0], 16396);
         assert_eq!(
-            i.extents[1],
+            i.extents[&12],
             Extent {
                 lblk: 12,
                 pblk: 16397,
@@ -548,11 +575,11 @@ mod tests {
         );
         // DIND and IND1 before D1036.
         assert_eq!(&i.meta_blocks[1..3], &[16397 + 1024, 16397 + 1025]);
-        assert_eq!(i.extents[2].lblk, 1036);
-        assert_eq!(i.extents[2].pblk, 16397 + 1026);
+        assert_eq!(i.extents[&1036].lblk, 1036);
+        assert_eq!(i.extents[&1036].pblk, 16397 + 1026);
         // IND2 before D2060.
-        assert_eq!(i.extents[3].lblk, 2060);
-        assert_eq!(i.extents[3].pblk, i.meta_blocks[3] + 1);
+        assert_eq!(i.extents[&2060].lblk, 2060);
+        assert_eq!(i.extents[&2060].pblk, i.meta_blocks[3] + 1);
     }
 
     #[test]
@@ -575,9 +602,9 @@ mod tests {
         // Group 1 has a superblock backup; its data starts after sb+gdt+bitmaps+itable.
         let ino = f.create_sequential("a", 4096, Some(32768)).unwrap();
         let gdt = (32u64 * 32).div_ceil(4096);
-        assert_eq!(f.inode(ino).extents[0].pblk, 32768 + 1 + gdt + 2 + 512);
+        assert_eq!(f.inode(ino).extents[&0].pblk, 32768 + 1 + gdt + 2 + 512);
         // Group 2 has none.
         let ino = f.create_sequential("b", 4096, Some(65536)).unwrap();
-        assert_eq!(f.inode(ino).extents[0].pblk, 65536 + 2 + 512);
+        assert_eq!(f.inode(ino).extents[&0].pblk, 65536 + 2 + 512);
     }
 }

@@ -45,13 +45,13 @@ impl RunOutput {
 fn run_inner(inp: RunInputs, want_requests: bool) -> Result<RunOutput, CliError> {
     let mut extra: Vec<Box<dyn TraceSink>> = Vec::new();
     if want_requests {
-        let sink = requests::RequestSink::new().map_err(|e| format!("arrow: {e}"))?;
+        let sink = requests::RequestSink::new()?;
         extra.push(Box::new(sink));
     }
     let mut run = api::run_fio(&inp, extra)?;
     let (ipc, rows) = match iostack_cli::commands::take::<requests::RequestSink>(&mut run.sinks) {
         Some(s) => {
-            let (b, n) = s.into_ipc().map_err(|e| format!("arrow: {e}"))?;
+            let (b, n) = s.into_ipc()?;
             (Some(b), Some(n))
         }
         None => (None, None),
@@ -114,11 +114,50 @@ fn run_fio(
 }
 
 /// Every tunable of the tables the code reads, as (name, unit, default under
-/// `kernel`, description).
+/// `kernel`, description); with `sched`, that scheduler is checked against
+/// the kernel as `iostack tunables --sched` checks it.
 #[pyfunction]
-#[pyo3(signature = (kernel="2.6.36"))]
-fn tunables(kernel: &str) -> PyResult<Vec<(String, String, String, String)>> {
+#[pyo3(signature = (kernel="2.6.36", sched=None))]
+fn tunables(kernel: &str, sched: Option<&str>) -> PyResult<Vec<(String, String, String, String)>> {
+    if let Some(s) = sched {
+        api::check_scheduler(kernel, s).map_err(errors::to_py)?;
+    }
     api::tunable_table(kernel).map_err(errors::to_py)
+}
+
+fn to_json(v: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| errors::to_py(format!("json: {e}").into()))
+}
+
+/// The machine presets (`iostack machines`), as JSON rows.
+#[pyfunction]
+fn machines() -> PyResult<String> {
+    to_json(&iostack_cli::catalog::machines())
+}
+
+/// One machine, a preset or a machine file, as a JSON row.
+#[pyfunction]
+fn machine(name: &str) -> PyResult<String> {
+    to_json(&iostack_cli::catalog::machine(name).map_err(errors::to_py)?)
+}
+
+/// Every device preset, as JSON rows.
+#[pyfunction]
+fn devices() -> PyResult<String> {
+    to_json(&iostack_cli::catalog::devices())
+}
+
+/// The kernel profiles, as JSON rows.
+#[pyfunction]
+fn profiles() -> PyResult<String> {
+    to_json(&iostack_cli::catalog::profiles())
+}
+
+/// The I/O schedulers (of `kernel`'s profile when given), as JSON rows.
+#[pyfunction]
+#[pyo3(signature = (kernel=None))]
+fn schedulers(kernel: Option<&str>) -> PyResult<String> {
+    to_json(&iostack_cli::catalog::schedulers(kernel).map_err(errors::to_py)?)
 }
 
 /// Run a front end (dd, iozone, fs_mark, bonnie) as `iostack TOOL ARGV...`;
@@ -134,6 +173,20 @@ fn run_tool(py: Python<'_>, tool: String, argv: Vec<String>) -> PyResult<(String
 #[pyfunction]
 fn sweep_figures(json: &str) -> PyResult<Vec<(String, String, f64)>> {
     iostack_cli::sweep::figures(json).map_err(errors::to_py)
+}
+
+/// A sweep journal's finished points (`DIR/points.jsonl`, as `iostack sweep`
+/// reads it): (point key, figures) pairs; a missing file has none.
+#[pyfunction]
+fn sweep_journal(path: &str) -> PyResult<Vec<(String, Vec<iostack_cli::sweep::Figure>)>> {
+    let done = iostack_cli::sweep::read_journal(std::path::Path::new(path));
+    Ok(done.map_err(errors::to_py)?.into_iter().collect())
+}
+
+/// One journal line of a finished point, as `iostack sweep` writes it.
+#[pyfunction]
+fn sweep_journal_line(key: &str, figures: Vec<iostack_cli::sweep::Figure>) -> String {
+    iostack_cli::sweep::journal_line(key, &figures)
 }
 
 /// The inputs of one point, as `run_fio` takes them: jobs, machine, kernel,
@@ -193,8 +246,15 @@ fn _iostack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RunOutput>()?;
     m.add_function(wrap_pyfunction!(run_fio, m)?)?;
     m.add_function(wrap_pyfunction!(tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(machines, m)?)?;
+    m.add_function(wrap_pyfunction!(machine, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_figures, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_journal, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_journal_line, m)?)?;
     m.add_function(wrap_pyfunction!(run_tool, m)?)?;
     m.add("SWEEP_METRICS", iostack_cli::sweep::METRICS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

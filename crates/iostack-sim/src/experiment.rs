@@ -128,6 +128,73 @@ pub struct MetricDef {
     pub published: BTreeMap<String, f64>,
 }
 
+/// The keys an experiment file accepts, per table, as the parser itself
+/// declares them (serde's field lists of the structs above): `top`,
+/// `[[setup]]`, `[workload]`, `[[variant]]`, `[[metric]]`. docs/experiments.md
+/// is checked against it.
+pub fn accepted_keys() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        ("top", fields_of::<Experiment>()),
+        ("[[setup]]", fields_of::<SetupFile>()),
+        ("[workload]", fields_of::<WorkloadDef>()),
+        ("[[variant]]", fields_of::<Variant>()),
+        ("[[metric]]", fields_of::<MetricDef>()),
+    ]
+}
+
+/// The field names a derived `Deserialize` struct passes to
+/// `deserialize_struct` (the keys it accepts; `deny_unknown_fields` refuses
+/// the others).
+fn fields_of<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    match T::deserialize(FieldProbe) {
+        Err(FieldsFound(f)) => f,
+        Ok(_) => &[],
+    }
+}
+
+/// A deserializer that only records the field list it is asked for.
+struct FieldProbe;
+
+#[derive(Debug)]
+struct FieldsFound(&'static [&'static str]);
+
+impl std::fmt::Display for FieldsFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fields {:?}", self.0)
+    }
+}
+
+impl std::error::Error for FieldsFound {}
+
+impl serde::de::Error for FieldsFound {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        FieldsFound(&[])
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for FieldProbe {
+    type Error = FieldsFound;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, FieldsFound> {
+        Err(FieldsFound(&[]))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, FieldsFound> {
+        Err(FieldsFound(fields))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+        byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+        identifier ignored_any
+    }
+}
+
 /// One row of `iostack reproduce`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {

@@ -3,7 +3,7 @@
 //! what the simulator runs and rejects what the simulator cannot yet model, by name.
 
 use crate::machine::Machine;
-use crate::workload::{Engine, Pattern, ProcSpec, Target};
+use crate::workload::{Engine, FileService, FileServiceKind, Pattern, ProcSpec, Target};
 use crate::SimError;
 use iostack_des::Duration;
 use iostack_workload::DdError;
@@ -553,6 +553,9 @@ fn sizes_of(
     m: &Machine,
     at: &JobAt,
 ) -> Result<(u64, u64, u64, u64), SimError> {
+    if nfiles(j) > 1 {
+        return multi_file_sizes(j, m, at);
+    }
     // (region, bytes of I/O without io_size=)
     let (size, io) = match (&j.size, j.filesize) {
         // setup_files: the file is `filesize` long, and `size` (the bytes of
@@ -579,6 +582,98 @@ fn sizes_of(
         None => io,
     };
     finish_sizes(j, m, at, size, io_size)
+}
+
+/// The files of one clone of a job: `filename=`'s list, or `nrfiles` names
+/// from `filename_format` (fio's `add_job`).
+fn nfiles(j: &iostack_workload::JobSpec) -> u32 {
+    if j.files.is_empty() {
+        j.nrfiles.max(1)
+    } else {
+        j.files.len() as u32
+    }
+}
+
+/// `setup_files` for several files: each file is `filesize` long (the bytes
+/// of I/O the files' total, or `size` if less), or `size / nrfiles` (fio makes
+/// the first files one block larger when it does not divide, refused here).
+fn multi_file_sizes(
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    at: &JobAt,
+) -> Result<(u64, u64, u64, u64), SimError> {
+    let n = u64::from(nfiles(j));
+    let asked = j
+        .size
+        .as_ref()
+        .map(|a| bytes_of(a, "size", at))
+        .transpose()?;
+    let (file, io) = match (asked, j.filesize) {
+        (asked, Some((file, _))) => {
+            let all = file
+                .checked_mul(n)
+                .ok_or_else(|| at.err(Some("filesize"), "the files' total overflows".into()))?;
+            (file, asked.map_or(all, |s| s.min(all)))
+        }
+        (Some(b), None) if b % n == 0 => (b / n, b),
+        (Some(b), None) => {
+            let msg = format!(
+                "size={b} over {n} files: uneven file sizes (fio's first files one block \
+                 larger) are not modelled yet"
+            );
+            return Err(at.err(Some("size"), msg));
+        }
+        (None, None) => {
+            let msg = "size= (or filesize=) is needed for new files".into();
+            return Err(at.err(Some("size"), msg));
+        }
+    };
+    let io_size = match &j.io_size {
+        Some(a) => bytes_of(a, "io_size", at)?,
+        None => io,
+    };
+    let all = finish_sizes(j, m, at, file.saturating_mul(n), io_size)?;
+    Ok((file, all.1, all.2, all.3))
+}
+
+/// The refused parts of several files per job.
+fn multi_file_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<FileService, SimError> {
+    let kind = match j.file_service_type.as_str() {
+        "roundrobin" => FileServiceKind::RoundRobin,
+        "sequential" => FileServiceKind::Sequential,
+        "random" => FileServiceKind::Random,
+        other => {
+            let msg = format!(
+                "file_service_type={other}: a {other} distribution over the files is not \
+                 modelled yet (roundrobin, sequential and random are)"
+            );
+            return Err(at.refuse("file_service_type", &msg));
+        }
+    };
+    let service = FileService {
+        kind,
+        nr: j.file_service_nr,
+    };
+    if nfiles(j) <= 1 {
+        return Ok(service);
+    }
+    let refuse = |option: &str, why: &str| {
+        let msg = format!("{why} with several files per job is not modelled yet");
+        Err(at.refuse(option, &msg))
+    };
+    if !j.files.is_empty() && j.nrfiles > 1 && j.nrfiles as usize != j.files.len() {
+        return refuse("nrfiles", "nrfiles other than filename='s count");
+    }
+    if j.files.iter().any(|f| f.starts_with("/dev/")) {
+        return refuse("filename", "a device");
+    }
+    if j.end_fsync {
+        return refuse("end_fsync", "end_fsync (an fsync of every file)");
+    }
+    if j.loops > 1 && !j.time_based {
+        return refuse("loops", "loops (every file reset after each pass)");
+    }
+    Ok(service)
 }
 
 /// The checks of a job's region `size` and its `io_size`: with the offsets,
@@ -865,13 +960,6 @@ fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
 /// The parts of simulated options that are not simulated: several files, a
 /// directory list, a start-delay range.
 fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
-    if j.files.len() > 1 {
-        let msg = format!(
-            "{} files in one job: several files per job are not modelled yet",
-            j.files.len()
-        );
-        return Err(at.err(Some("filename"), msg));
-    }
     if j.directory.as_deref().is_some_and(|d| d.contains(':')) {
         let msg = "a ':'-separated directory list is not modelled yet".to_string();
         return Err(at.err(Some("directory"), msg));
@@ -1240,105 +1328,171 @@ pub fn fio_procs_loading(
             .collect(),
     };
     check_refused(jf)?;
+    // Each job's processes, for `wait_for`.
+    let mut ranges: Vec<(&str, u32, u32)> = Vec::new();
     for j in &jf.jobs {
         let at = JobAt(j);
-        if j.read_iolog.is_some() {
-            counts_fit(j, out.procs.len(), &at)?;
-            for clone in 0..j.numjobs {
-                let (spec, depth) = replay_proc(jf, j, m, load, &at)?;
-                out.meta.push(Some(job_meta(j, depth, spec.engine, clone)));
-                out.procs.push(spec);
-            }
-            continue;
+        let first = out.procs.len();
+        fio_job_procs(jf, j, m, load, &mut out)?;
+        let after = waitee_of(j, &ranges, &at)?;
+        for p in &mut out.procs[first..] {
+            p.after = after;
         }
-        let (pattern, read_pct) = pattern_of(j, &at)?;
-        let engine = engine_of(j, &at)?;
-        partial_refusals(j, &at)?;
-        pacing_fits(j, &at)?;
-        syncs_fit(j, &at)?;
-        varied_sizes_fit(j, &at)?;
-        if j.time_based && j.runtime_ns == 0 {
-            let msg =
-                "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
-            return Err(at.err(Some("time_based"), msg.into()));
-        }
-        let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
-        let io_size = loops_io_size(j, size, io_size, &at)?;
-        let rate = rate_of(j, &at)?;
-        rate_fits(&rate, io_size, j, &at)?;
-        times_fit(j, &at)?;
-        counts_fit(j, out.procs.len(), &at)?;
-        let prioclass = j.prioclass.unwrap_or(2) as u8;
-        let prio = j.prio.unwrap_or(4) as u8;
-        for clone in 0..j.numjobs {
-            let file = if let Some(f) = j.files.first() {
-                f.clone()
-            } else {
-                let name = format!("{}.{}.0", j.name, clone);
-                match &j.directory {
-                    Some(d) => format!("{d}/{name}"),
-                    None => name,
-                }
-            };
-            // Checked in sizes_of.
-            let off = offset + offset_inc * u64::from(clone);
-            let diskless = j.ioengine == iostack_workload::IoEngine::Null;
-            let target = if diskless {
-                Target::Diskless { path: file.clone() }
-            } else {
-                target_of(&file, off + size, m).map_err(|e| at.err(Some("filename"), e))?
-            };
-            out.procs.push(ProcSpec {
-                group: j.group_id,
-                pattern,
-                read_pct,
-                bs: [j.bs.read, j.bs.write],
-                offset: off,
-                io_size,
-                engine,
-                iodepth: j.iodepth,
-                runtime: (j.runtime_ns > 0).then_some(Duration(j.runtime_ns)),
-                time_based: j.time_based,
-                startdelay: Duration(j.startdelay_ns),
-                stonewall: j.stonewall && clone == 0,
-                ioprio: (prioclass, prio),
-                // A diskless engine has no page cache to go through, nor a
-                // cache to drop (file_invalidate_cache returns at once).
-                direct: j.direct || diskless,
-                // fio unlinks and recreates the file of a write-only job unless
-                // `overwrite` is set (filesetup.c extend_file); clones sharing
-                // one `filename` find it made by the first (setup_files sees
-                // no file to extend) and write into it.
-                fresh: read_pct == 0
-                    && !j.overwrite
-                    && !file.starts_with("/dev/")
-                    && !diskless
-                    && (clone == 0 || j.files.is_empty()),
-                end_fsync: j.end_fsync,
-                fsync_every: u64::from(j.fsync.max(j.fdatasync)),
-                osync: j.sync != iostack_workload::SyncMode::None,
-                datasync: j.fdatasync > 0 || j.sync == iostack_workload::SyncMode::Dsync,
-                number_ios: number_ios_of(j, &at)?,
-                bs_range: [
-                    (j.min_bs.read, j.max_bs.read),
-                    (j.min_bs.write, j.max_bs.write),
-                ],
-                bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
-                invalidate: j.invalidate && !diskless,
-                fadvise: fadvise_of(j),
-                think: think_of(j),
-                zoned: zoned_of(j, size, &at)?,
-                dist: dist_of(j, size, &at)?,
-                ba: blockalign_of(j, &at)?,
-                perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
-                seq_nr: rw_modifier_of(j, &at)?.0,
-                seq_add: rw_modifier_of(j, &at)?.1,
-                seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
-                rate,
-                ..ProcSpec::direct_reader("fio", &j.name, target, size)
-            });
-            out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));
-        }
+        ranges.push((&j.name, first as u32, out.procs.len() as u32));
     }
     Ok(out)
+}
+
+/// fio's `wait_for` (`wait_for_ok` when the job is added, `waitee_running`
+/// when jobs start): the processes of the one earlier job of that name, all
+/// of which must be done before this job starts.
+fn waitee_of(
+    j: &iostack_workload::JobSpec,
+    ranges: &[(&str, u32, u32)],
+    at: &JobAt,
+) -> Result<Option<(u32, u32)>, SimError> {
+    let Some(w) = j.wait_for.as_deref() else {
+        return Ok(None);
+    };
+    let err = |msg: String| Err(at.refuse("wait_for", &msg));
+    if w == j.name {
+        return err(format!("a job cannot wait for itself (wait_for={w})"));
+    }
+    let found: Vec<_> = ranges.iter().filter(|r| r.0 == w).collect();
+    match found.as_slice() {
+        [] => err(format!("waitee job {w} unknown (it must come before)")),
+        [r] => Ok(Some((r.1, r.2))),
+        _ => err(format!("multiple waitees {w} found")),
+    }
+}
+
+/// fio's `exitall`: any job's sets `exitall_on_terminate` for all, and a
+/// job ending then terminates what its `exit_what` names.
+fn exit_what_of(
+    jf: &iostack_workload::JobFile,
+    j: &iostack_workload::JobSpec,
+) -> Option<crate::workload::ExitWhat> {
+    use crate::workload::ExitWhat;
+    if !jf.jobs.iter().any(|j| j.exitall) {
+        return None;
+    }
+    Some(match j.exit_what.as_str() {
+        "stonewall" => ExitWhat::Stonewall,
+        "all" => ExitWhat::All,
+        _ => ExitWhat::Group,
+    })
+}
+
+/// The processes of one job (its `numjobs` clones).
+fn fio_job_procs(
+    jf: &iostack_workload::JobFile,
+    j: &iostack_workload::JobSpec,
+    m: &Machine,
+    load: crate::iolog_front::LogLoader,
+    out: &mut Procs,
+) -> Result<(), SimError> {
+    let at = JobAt(j);
+    if j.read_iolog.is_some() {
+        counts_fit(j, out.procs.len(), &at)?;
+        for clone in 0..j.numjobs {
+            let (spec, depth) = replay_proc(jf, j, m, load, &at)?;
+            out.meta.push(Some(job_meta(j, depth, spec.engine, clone)));
+            out.procs.push(spec);
+        }
+        return Ok(());
+    }
+    let (pattern, read_pct) = pattern_of(j, &at)?;
+    let engine = engine_of(j, &at)?;
+    partial_refusals(j, &at)?;
+    pacing_fits(j, &at)?;
+    syncs_fit(j, &at)?;
+    varied_sizes_fit(j, &at)?;
+    if j.time_based && j.runtime_ns == 0 {
+        let msg = "time_based without runtime= would never end; set runtime= (e.g. runtime=30s)";
+        return Err(at.err(Some("time_based"), msg.into()));
+    }
+    let (size, io_size, offset, offset_inc) = sizes_of(j, m, &at)?;
+    let io_size = loops_io_size(j, size, io_size, &at)?;
+    let rate = rate_of(j, &at)?;
+    rate_fits(&rate, io_size, j, &at)?;
+    times_fit(j, &at)?;
+    counts_fit(j, out.procs.len(), &at)?;
+    let prioclass = j.prioclass.unwrap_or(2) as u8;
+    let prio = j.prio.unwrap_or(4) as u8;
+    let file_service = multi_file_fits(j, &at)?;
+    for clone in 0..j.numjobs {
+        // Checked in sizes_of.
+        let off = offset + offset_inc * u64::from(clone);
+        let diskless = j.ioengine == iostack_workload::IoEngine::Null;
+        let names = j.file_names(clone);
+        let file = names[0].clone();
+        let mut targets = Vec::with_capacity(names.len());
+        for name in names {
+            targets.push(if diskless {
+                Target::Diskless { path: name }
+            } else {
+                target_of(&name, off + size, m).map_err(|e| at.err(Some("filename"), e))?
+            });
+        }
+        let target = targets.remove(0);
+        out.procs.push(ProcSpec {
+            group: j.group_id,
+            pattern,
+            read_pct,
+            bs: [j.bs.read, j.bs.write],
+            offset: off,
+            io_size,
+            engine,
+            iodepth: j.iodepth,
+            runtime: (j.runtime_ns > 0).then_some(Duration(j.runtime_ns)),
+            time_based: j.time_based,
+            startdelay: Duration(j.startdelay_ns),
+            stonewall: j.stonewall && clone == 0,
+            ioprio: (prioclass, prio),
+            // A diskless engine has no page cache to go through, nor a
+            // cache to drop (file_invalidate_cache returns at once).
+            direct: j.direct || diskless,
+            // fio unlinks and recreates the file of a write-only job unless
+            // `overwrite` is set (filesetup.c extend_file); clones sharing
+            // one `filename` find it made by the first (setup_files sees
+            // no file to extend) and write into it.
+            fresh: read_pct == 0
+                && !j.overwrite
+                && !file.starts_with("/dev/")
+                && !diskless
+                && (clone == 0 || j.files.is_empty()),
+            end_fsync: j.end_fsync,
+            fsync_every: u64::from(j.fsync.max(j.fdatasync)),
+            osync: j.sync != iostack_workload::SyncMode::None,
+            datasync: j.fdatasync > 0 || j.sync == iostack_workload::SyncMode::Dsync,
+            number_ios: number_ios_of(j, &at)?,
+            bs_range: [
+                (j.min_bs.read, j.max_bs.read),
+                (j.min_bs.write, j.max_bs.write),
+            ],
+            bssplit: [split_of(&j.bssplit.read), split_of(&j.bssplit.write)],
+            invalidate: j.invalidate && !diskless,
+            fadvise: fadvise_of(j),
+            think: think_of(j),
+            zoned: zoned_of(j, size, &at)?,
+            dist: dist_of(j, size, &at)?,
+            ba: blockalign_of(j, &at)?,
+            perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
+            seq_nr: rw_modifier_of(j, &at)?.0,
+            seq_add: rw_modifier_of(j, &at)?.1,
+            seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
+            rate,
+            more_files: targets,
+            file_service,
+            exit_what: exit_what_of(jf, j),
+            randseed: match (j.randseed, j.randrepeat) {
+                (Some(n), _) => crate::workload::RandSeed::Fixed(n),
+                (None, true) => crate::workload::RandSeed::Repeat,
+                (None, false) => crate::workload::RandSeed::Fresh,
+            },
+            ..ProcSpec::direct_reader("fio", &j.name, target, size)
+        });
+        out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));
+    }
+    Ok(())
 }

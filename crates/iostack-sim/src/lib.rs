@@ -11,6 +11,7 @@ mod dio24;
 pub mod dist;
 mod error;
 pub mod experiment;
+mod files;
 pub mod fixed;
 pub mod frontend;
 pub mod fsys;

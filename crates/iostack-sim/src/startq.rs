@@ -22,18 +22,18 @@ impl StartQueue {
         self.init
     }
 
-    /// First use: every process, with whether it has `after`, and its inode.
+    /// First use: every process, with whether it has `after`, and its files' inodes.
     /// Returns the processes with `after`, to be checked now.
-    pub fn init(&mut self, procs: impl Iterator<Item = (bool, Option<u32>)>) -> Vec<u32> {
+    pub fn init(&mut self, procs: impl Iterator<Item = (bool, Vec<u32>)>) -> Vec<u32> {
         self.init = true;
         let mut after = Vec::new();
-        for (i, (has_after, ino)) in procs.enumerate() {
+        for (i, (has_after, inos)) in procs.enumerate() {
             if has_after {
                 after.push(i as u32);
             } else {
                 self.plain.push(i as u32);
             }
-            if let Some(ino) = ino {
+            for ino in inos {
                 *self.users.entry(ino).or_default() += 1;
             }
         }

@@ -227,6 +227,74 @@ pub struct ProcSpec {
     /// The file is unlinked and created again at open (Bonnie's `newfile`
     /// with `create`): truncated to 0, its blocks freed and its pages dropped.
     pub recreate: bool,
+    /// fio's `nrfiles` > 1: the job's other files (file 0 is `target`), each
+    /// with the same `offset` and `region`, every one `fresh` or laid out
+    /// as `target` is.
+    pub more_files: Vec<Target>,
+    /// fio's `file_service_type`: how the file of the next I/O is chosen.
+    pub file_service: FileService,
+    /// fio's `exitall` (set by any job, for all): when this process ends,
+    /// the processes it terminates (its `exit_what`).
+    pub exit_what: Option<ExitWhat>,
+    /// fio's `randrepeat`/`randseed`: where the process's random streams
+    /// (offsets, mix, sizes, zones, distributions, files) are seeded from.
+    pub randseed: RandSeed,
+}
+
+/// The seed of a process's random streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RandSeed {
+    /// `randrepeat=1` (fio's fixed `FIO_RANDSEED`): the run's seed, the
+    /// same streams every run.
+    #[default]
+    Repeat,
+    /// `randrepeat=0` (fio's seeds from the entropy pool): streams that
+    /// differ from the repeatable ones, drawn from the run's seed (`--seed`
+    /// is the run-to-run variation a simulation has).
+    Fresh,
+    /// `randseed=N`: streams from N, whatever the run's seed.
+    Fixed(u64),
+}
+
+/// fio's `exit_what` (`fio_terminate_threads`' `terminate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// `TERMINATE_GROUP`: the jobs of its reporting group.
+    Group,
+    /// `TERMINATE_STONEWALL`: the jobs running (started, not done).
+    Stonewall,
+    /// `TERMINATE_ALL`: every job.
+    All,
+}
+
+/// fio's `file_service_type` (`__get_next_file`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FileServiceKind {
+    /// `roundrobin`: the next file not done after `nr` I/Os.
+    #[default]
+    RoundRobin,
+    /// `sequential`: one file until it is done, then the next.
+    Sequential,
+    /// `random`: a file drawn uniformly (a done one is drawn again) every
+    /// `nr` I/Os.
+    Random,
+}
+
+/// fio's `file_service_type` with its `:N` (`file_service_nr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileService {
+    pub kind: FileServiceKind,
+    /// I/Os to a file before the next is chosen (at least 1).
+    pub nr: u32,
+}
+
+impl Default for FileService {
+    fn default() -> Self {
+        FileService {
+            kind: FileServiceKind::RoundRobin,
+            nr: 1,
+        }
+    }
 }
 
 /// As derived, with `after` (and the fio fields below) only when set, so that the configuration hash of
@@ -279,6 +347,16 @@ impl std::fmt::Debug for ProcSpec {
         }
         if self.recreate {
             d.field("recreate", &self.recreate);
+        }
+        if self.randseed != RandSeed::Repeat {
+            d.field("randseed", &self.randseed);
+        }
+        if let Some(w) = &self.exit_what {
+            d.field("exit_what", w);
+        }
+        if !self.more_files.is_empty() {
+            d.field("more_files", &self.more_files)
+                .field("file_service", &self.file_service);
         }
         if self.think.think != Duration::ZERO {
             d.field("think", &self.think);
@@ -362,6 +440,10 @@ impl ProcSpec {
             dist: None,
             replay: None,
             recreate: false,
+            more_files: Vec::new(),
+            file_service: FileService::default(),
+            exit_what: None,
+            randseed: RandSeed::Repeat,
         }
     }
 }

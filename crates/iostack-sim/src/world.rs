@@ -101,6 +101,9 @@ pub(crate) struct BufOp {
     pub offset: u64,
     pub len: u64,
     pub issue: Instant,
+    /// An O_DIRECT write that met a hole, written through the page cache
+    /// (`__generic_file_aio_write`'s -ENOTBLK fallback).
+    pub fallback: bool,
 }
 
 /// Where a process's I/O lands.
@@ -210,6 +213,116 @@ pub(crate) struct Proc {
     /// fio's zipf, pareto or gauss state of the file (`f->zipf`, `f->gauss`).
     dist: Option<crate::dist::DistState>,
     rng_dist: Rng,
+    /// A job with several files (fio's `nrfiles`): the files and fio's
+    /// choice among them; the fields above hold the current file's state.
+    pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
+    /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
+    terminate: bool,
+    /// The sync in progress is a direct write's fallback
+    /// (`filemap_write_and_wait_range`, no `->fsync`).
+    pub(crate) fallback_sync: bool,
+}
+
+/// What fio keeps per file (`struct fio_file`) of a job with several files:
+/// the process's fields for its current file, parked here while another
+/// file is current ([`Proc::swap_file`]).
+pub(crate) struct FileCur {
+    pub(crate) backing: Backing,
+    map: u32,
+    randmap: Vec<u64>,
+    randmap_full: Vec<u64>,
+    randmap_left: u64,
+    seq_next: u64,
+    last_end: [u64; 2],
+    last_start: [u64; 2],
+    ra: FileRaState,
+    ra_random: bool,
+    dist: Option<crate::dist::DistState>,
+    opened: bool,
+    created: bool,
+}
+
+impl Proc {
+    /// Make file `k` of the job's files the current one: the current file's
+    /// state is parked in its slot and `k`'s taken from its own.
+    pub(crate) fn swap_file(&mut self, k: usize) {
+        let Some(mut files) = self.files.take() else {
+            return;
+        };
+        let cur = files.cur;
+        self.swap_cur(&mut files.list[cur].state);
+        self.swap_cur(&mut files.list[k].state);
+        files.cur = k;
+        self.files = Some(files);
+    }
+
+    fn swap_cur(&mut self, f: &mut FileCur) {
+        use std::mem::swap;
+        swap(&mut self.backing, &mut f.backing);
+        swap(&mut self.map, &mut f.map);
+        swap(&mut self.randmap, &mut f.randmap);
+        swap(&mut self.randmap_full, &mut f.randmap_full);
+        swap(&mut self.randmap_left, &mut f.randmap_left);
+        swap(&mut self.seq_next, &mut f.seq_next);
+        swap(&mut self.last_end, &mut f.last_end);
+        swap(&mut self.last_start, &mut f.last_start);
+        swap(&mut self.ra, &mut f.ra);
+        swap(&mut self.ra_random, &mut f.ra_random);
+        swap(&mut self.dist, &mut f.dist);
+        swap(&mut self.opened, &mut f.opened);
+        swap(&mut self.created, &mut f.created);
+    }
+
+    /// Every file of the process and its path: the current one and the
+    /// parked ones.
+    pub(crate) fn all_files(&self) -> Vec<(Backing, &str)> {
+        let path = match &self.spec.target {
+            Target::File { path, .. } | Target::Device { path } | Target::Diskless { path } => {
+                path.as_str()
+            }
+        };
+        match &self.files {
+            None => vec![(self.backing, path)],
+            Some(f) => f
+                .list
+                .iter()
+                .enumerate()
+                .map(|(k, jf)| {
+                    let b = if k == f.cur {
+                        self.backing
+                    } else {
+                        jf.state.backing
+                    };
+                    (b, jf.path.as_str())
+                })
+                .collect(),
+        }
+    }
+
+    /// A parked state for one more file of this process: fresh, as the
+    /// process's own was at setup.
+    fn fresh_file(
+        &self,
+        backing: Backing,
+        map: u32,
+        dist: Option<crate::dist::DistState>,
+    ) -> FileCur {
+        FileCur {
+            backing,
+            map,
+            randmap: vec![0; self.randmap.len()],
+            randmap_full: vec![0; self.randmap_full.len()],
+            randmap_left: self.nblocks,
+            seq_next: 0,
+            last_end: [0, 0],
+            last_start: [0, 0],
+            ra: self.ra,
+            ra_random: false,
+            dist,
+            opened: false,
+            created: false,
+        }
+    }
 }
 
 pub struct Simulation {
@@ -510,6 +623,124 @@ impl Simulation {
     }
 
     /// Files are laid out before the run, in process order (fio's layout phase).
+    /// The file `path` of process `spec`: found, created empty (a fresh
+    /// file) or laid out; with the bytes laid out when it was made.
+    fn file_backing(
+        &mut self,
+        spec: &ProcSpec,
+        path: &str,
+        size: u64,
+        goal: Option<u64>,
+        m: &Machine,
+    ) -> Result<(Backing, Option<u64>), SimError> {
+        let name = path
+            .strip_prefix(&format!("{}/", m.mount))
+            .unwrap_or(path)
+            .to_string();
+        let ino = match self.fs.lookup(&name) {
+            Some(ino) if !spec.fresh => ino,
+            Some(_) => {
+                return Err(SimError(format!(
+                    "{}: {path}: a write job creates its file afresh, but \
+                     another job already uses it",
+                    spec.comm
+                )))
+            }
+            None if spec.fresh => {
+                let ino = self
+                    .fs
+                    .create(&name)
+                    .map_err(|e| SimError(format!("creating {path}: {e}")))?;
+                return Ok((Backing::File(ino), Some(size)));
+            }
+            None if size == 0 && spec.io_size > 0 => {
+                return Err(SimError(format!(
+                    "{}: {path}: No such file or directory (lay it out first, \
+                     e.g. --layout {path}=64M)",
+                    spec.comm
+                )))
+            }
+            None => {
+                let ino = self
+                    .fs
+                    .layout(&name, size, goal)
+                    .map_err(|e| SimError(format!("laying out {path}: {e}")))?;
+                return Ok((Backing::File(ino), Some(size)));
+            }
+        };
+        Ok((Backing::File(ino), None))
+    }
+
+    /// fio's `nrfiles` > 1: the process's other files, each made as its
+    /// first was, parked with a fresh state.
+    fn setup_more_files(&mut self, i: usize, label: &str) -> Result<(), SimError> {
+        let m = self.cfg.machine.clone();
+        let spec = self.procs[i].spec.clone();
+        if spec.more_files.is_empty() {
+            return Ok(());
+        }
+        let seed = self.proc_seed(&spec);
+        let first = self.procs[i].all_files()[0].1.to_string();
+        let blank = self.procs[i].fresh_file(self.procs[i].backing, 0, None);
+        let mut list = vec![crate::files::JobFile::new(first, blank)];
+        for (k, t) in spec.more_files.iter().enumerate() {
+            let (backing, path, made) = match t {
+                Target::File { path, size, goal } => {
+                    let (b, made) = self.file_backing(&spec, path, *size, *goal, &m)?;
+                    (b, path.clone(), made)
+                }
+                Target::Diskless { path } => {
+                    let raw = Backing::Raw {
+                        dev: m.disk,
+                        size: spec.offset.saturating_add(spec.region),
+                    };
+                    (raw, path.clone(), None)
+                }
+                Target::Device { path } => {
+                    return Err(SimError(format!("{path}: several devices per job")))
+                }
+            };
+            let map = match backing {
+                Backing::File(ino) => {
+                    let size = self.fs.get_block().i_size(ino);
+                    self.vm.map_of(ino, size.div_ceil(iostack_mm::PAGE_SIZE))
+                }
+                Backing::Raw { .. } => 0,
+            };
+            let dist = spec.dist.as_ref().map(|d| {
+                let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
+                let nranges = spec.region.div_ceil(bs_min);
+                let mut rng = Rng::stream(seed, &format!("{label}/file{}/dist", k + 1));
+                crate::dist::DistState::new(d, nranges, &mut rng)
+            });
+            let p = &mut self.procs[i];
+            let state = p.fresh_file(backing, map, dist);
+            if let (Some(a), Some(b)) = (p.result.laid_out, made) {
+                p.result.laid_out = Some(a + b);
+            }
+            list.push(crate::files::JobFile::new(path, state));
+        }
+        let rng = Rng::stream(seed, &format!("{label}/file"));
+        self.procs[i].files = Some(Box::new(crate::files::Files::new(
+            list,
+            spec.file_service,
+            rng,
+        )));
+        Ok(())
+    }
+
+    /// The seed of a process's random streams (fio's `randrepeat`,
+    /// `randseed`).
+    fn proc_seed(&self, spec: &ProcSpec) -> Seed {
+        match spec.randseed {
+            crate::workload::RandSeed::Repeat => self.cfg.seed,
+            crate::workload::RandSeed::Fresh => {
+                Seed(Rng::stream(self.cfg.seed, "randrepeat=0").next_u64())
+            }
+            crate::workload::RandSeed::Fixed(n) => Seed(n),
+        }
+    }
+
     fn setup_procs(&mut self) -> Result<(), SimError> {
         let specs = self.cfg.procs.clone();
         let m = self.cfg.machine.clone();
@@ -518,40 +749,9 @@ impl Simulation {
             let mut laid_out = None;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
-                    let name = path
-                        .strip_prefix(&format!("{}/", m.mount))
-                        .unwrap_or(path)
-                        .to_string();
-                    let ino = match self.fs.lookup(&name) {
-                        Some(ino) if !spec.fresh => ino,
-                        Some(_) => {
-                            return Err(SimError(format!(
-                                "{}: {path}: a write job creates its file afresh, but \
-                                 another job already uses it",
-                                spec.comm
-                            )))
-                        }
-                        None if spec.fresh => {
-                            laid_out = Some(*size);
-                            self.fs
-                                .create(&name)
-                                .map_err(|e| SimError(format!("creating {path}: {e}")))?
-                        }
-                        None if *size == 0 && spec.io_size > 0 => {
-                            return Err(SimError(format!(
-                                "{}: {path}: No such file or directory (lay it out first, \
-                                 e.g. --layout {path}=64M)",
-                                spec.comm
-                            )))
-                        }
-                        None => {
-                            laid_out = Some(*size);
-                            self.fs
-                                .layout(&name, *size, *goal)
-                                .map_err(|e| SimError(format!("laying out {path}: {e}")))?
-                        }
-                    };
-                    Backing::File(ino)
+                    let (backing, made) = self.file_backing(&spec, path, *size, *goal, &m)?;
+                    laid_out = made;
+                    backing
                 }
                 // Nothing is read or written: a raw backing the size of the
                 // region, never mapped (direct) nor built into bios.
@@ -623,6 +823,7 @@ impl Simulation {
             });
             let cpu = spec.cpu.unwrap_or((i as u32) % m.cpus) % m.cpus;
             let label = format!("proc/{}/{}", spec.name, i);
+            let seed = self.proc_seed(&spec);
             let randmap = match spec.pattern {
                 Pattern::Random { norandommap: false } => vec![0u64; nblocks.div_ceil(64) as usize],
                 _ => Vec::new(),
@@ -641,9 +842,9 @@ impl Simulation {
             debug_assert_eq!(task, TaskId(i as u32));
             self.procs.push(Proc {
                 backing,
-                rng_off: Rng::stream(self.cfg.seed, &format!("{label}/offset")),
-                rng_mix: Rng::stream(self.cfg.seed, &format!("{label}/rwmix")),
-                rng_bs: Rng::stream(self.cfg.seed, &format!("{label}/bs")),
+                rng_off: Rng::stream(seed, &format!("{label}/offset")),
+                rng_mix: Rng::stream(seed, &format!("{label}/rwmix")),
+                rng_bs: Rng::stream(seed, &format!("{label}/bs")),
                 randmap_full: vec![0u64; randmap.len().div_ceil(64)],
                 randmap,
                 randmap_left: nblocks,
@@ -669,10 +870,10 @@ impl Simulation {
                 fsync_waiting: false,
                 writes_since_fsync: 0,
                 end_fsync_done: false,
-                rng_zone: Rng::stream(self.cfg.seed, &format!("{label}/zone")),
+                rng_zone: Rng::stream(seed, &format!("{label}/zone")),
                 rng_seqrand: [
-                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/read")),
-                    Rng::stream(self.cfg.seed, &format!("{label}/seqrand/write")),
+                    Rng::stream(seed, &format!("{label}/seqrand/read")),
+                    Rng::stream(seed, &format!("{label}/seqrand/write")),
                 ],
                 last_end: [0, 0],
                 last_start: [0, 0],
@@ -695,10 +896,13 @@ impl Simulation {
                     // __init_rand_distribution: ranges of the smaller block
                     // size over the file, drawn from the file's own state.
                     let nranges = spec.region.div_ceil(bs_min);
-                    let mut rng = Rng::stream(self.cfg.seed, &format!("{label}/dist"));
+                    let mut rng = Rng::stream(seed, &format!("{label}/dist"));
                     crate::dist::DistState::new(d, nranges, &mut rng)
                 }),
-                rng_dist: Rng::stream(self.cfg.seed, &format!("{label}/dist/draw")),
+                rng_dist: Rng::stream(seed, &format!("{label}/dist/draw")),
+                files: None,
+                terminate: false,
+                fallback_sync: false,
                 spec,
             });
             let map = match backing {
@@ -713,6 +917,7 @@ impl Simulation {
                 Backing::Raw { .. } => 0,
             };
             self.procs.last_mut().unwrap().map = map;
+            self.setup_more_files(i, &label)?;
         }
         Ok(())
     }
@@ -794,8 +999,12 @@ impl Simulation {
         let sinks = self.tracer.take_sinks();
         let mut files: Vec<crate::stats::FileLayout> = Vec::new();
         let mut seen: Vec<u32> = Vec::new();
-        for p in &self.procs {
-            if let (Backing::File(ino), Target::File { path, .. }) = (p.backing, &p.spec.target) {
+        for (p, (backing, path)) in self
+            .procs
+            .iter()
+            .flat_map(|p| p.all_files().into_iter().map(move |f| (p, f)))
+        {
+            if let (Backing::File(ino), Target::File { .. }) = (backing, &p.spec.target) {
                 if seen.contains(&ino) || p.spec.io_size == 0 && p.spec.group == u32::MAX {
                     continue;
                 }
@@ -808,7 +1017,7 @@ impl Simulation {
                     .map(|r| (r.logical, r.physical, r.len))
                     .collect();
                 files.push(crate::stats::FileLayout {
-                    path: path.clone(),
+                    path: path.to_string(),
                     job: p.spec.name.clone(),
                     size: self.fs.get_block().i_size(ino),
                     block_size: self.cfg.machine.fs_block_size,
@@ -896,17 +1105,21 @@ impl Simulation {
             Vec::new()
         } else {
             let v = self.procs.iter().map(|p| {
-                let ino = match p.backing {
+                let inos = p.all_files().into_iter().filter_map(|f| match f.0 {
                     Backing::File(ino) => Some(ino),
                     Backing::Raw { .. } => None,
-                };
-                (p.spec.after.is_some(), ino)
+                });
+                (p.spec.after.is_some(), inos.collect::<Vec<u32>>())
             });
             self.startq.init(v.collect::<Vec<_>>().into_iter())
         };
         for i in self.startq.candidates(finished, extra) {
             let (i, task) = (i as usize, TaskId(i));
             if self.tasks.blocked(task) != Blocked::NotStarted {
+                continue;
+            }
+            if self.procs[i].terminate {
+                self.never_started(i, now);
                 continue;
             }
             if self.procs[i].spec.stonewall && (0..i).any(|j| !done(&self.tasks, j)) {
@@ -934,6 +1147,9 @@ impl Simulation {
     }
 
     fn has_work(&self, p: &Proc, now: Instant) -> bool {
+        if p.terminate {
+            return false;
+        }
         if let Some(rt) = p.spec.runtime {
             if now >= p.start + rt {
                 return false;
@@ -973,7 +1189,7 @@ impl Simulation {
         if self.fsync_pending(pi, now) {
             return;
         }
-        if !self.procs[pi as usize].spec.direct {
+        if !self.procs[pi as usize].spec.direct || self.procs[pi as usize].buf.is_some() {
             if self.tasks.blocked(TaskId(pi)) == Blocked::Done {
                 return;
             }
@@ -1091,6 +1307,18 @@ impl Simulation {
         if self.osync_before_dio(pi, now) {
             return;
         }
+        match self.next_file(pi, now) {
+            Some(true) => {}
+            Some(false) => return,
+            None => {
+                if self.procs[pi as usize].inflight == 0 {
+                    self.finish_proc(pi, now);
+                } else {
+                    self.tasks.block(TaskId(pi), Blocked::OnIo);
+                }
+                return;
+            }
+        }
         let p = &self.procs[pi as usize];
         if p.spec.replay.is_some() {
             if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
@@ -1207,15 +1435,79 @@ impl Simulation {
         p.last_start[dir as usize] = rel;
         p.bytes_issued += len;
         p.ios_issued += 1;
+        if let Some(f) = p.files.as_mut() {
+            f.issued(len);
+        }
         self.rate_issued(pi, dir, len);
         self.issue_at(pi, dir, offset, len, now);
+    }
+
+    /// Whether a direct write of `[offset, offset + len)` lies wholly in a
+    /// hole below `i_size`, in whole pages: `do_direct_IO` maps nothing
+    /// (`get_block` without create inside `i_size`, DIO_LOCKING) and returns
+    /// -ENOTBLK, and `__generic_file_aio_write` writes it through the page
+    /// cache, then `filemap_write_and_wait_range` (2.6.28's
+    /// `do_sync_mapping_range`) and `invalidate_mapping_pages` over it.
+    /// A write partly mapped (direct up to the hole, buffered after) is not
+    /// modelled and stays refused.
+    fn in_hole(&mut self, pi: u32, offset: u64, len: u64) -> bool {
+        let page = iostack_mm::PAGE_SIZE;
+        let Backing::File(ino) = self.procs[pi as usize].backing else {
+            return false;
+        };
+        if offset % page != 0 || len % page != 0 || len == 0 {
+            return false;
+        }
+        let gb = self.fs.get_block();
+        if offset + len > gb.i_size(ino) {
+            return false;
+        }
+        let bits = gb.blkbits();
+        let (first, end) = (offset >> bits, (offset + len) >> bits);
+        (first..end).all(|b| matches!(gb.get_block(ino, b, 1, false), Ok(m) if m.pblk.is_none()))
+    }
+
+    /// fio's `get_next_file` in a job with several files: the file of the
+    /// next I/O becomes the current one, opened (`td_io_open_file`) at its
+    /// first use. Some(true): go on; Some(false): the open started a flush
+    /// that runs first (the same file is kept); None: every file is done.
+    fn next_file(&mut self, pi: u32, now: Instant) -> Option<bool> {
+        let p = &mut self.procs[pi as usize];
+        let Some(files) = p.files.as_mut() else {
+            return Some(true);
+        };
+        if files.chosen {
+            return Some(true);
+        }
+        // A file is done when its bytes are issued (its position at its end,
+        // its random map full); never in a time_based job (each wraps) nor
+        // without the random map (fio only stops at the job's byte count).
+        let endless =
+            p.spec.time_based || p.spec.pattern == (Pattern::Random { norandommap: true });
+        let region = p.spec.region;
+        let k = files.choose(|b| !endless && b >= region)?;
+        files.chosen = true;
+        if k != files.cur {
+            p.swap_file(k);
+        }
+        if !p.opened && self.open_file(pi) {
+            self.schedule_task(TaskId(pi), now);
+            return Some(false);
+        }
+        Some(true)
     }
 
     /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
     /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
     fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
+        self.issue_io(pi, dir, offset, len, false, now);
+    }
+
+    /// `issue_at`, or a buffered `write()` of a direct process's write that
+    /// met a hole (`fallback`).
+    fn issue_io(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, fallback: bool, now: Instant) {
         let p = &mut self.procs[pi as usize];
-        if !p.spec.direct {
+        if !p.spec.direct || fallback {
             let page = iostack_mm::PAGE_SIZE;
             if offset % page != 0 || len % page != 0 {
                 p.result.error = Some(format!(
@@ -1235,6 +1527,7 @@ impl Simulation {
                 offset,
                 len,
                 issue: now,
+                fallback,
             });
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
             self.charge_sys(TaskId(pi), cost);
@@ -1270,10 +1563,15 @@ impl Simulation {
         let map_cost = match r {
             Ok(c) => c,
             Err(e) => {
-                p.result.error = Some(e.to_string());
                 p.slots[slot as usize].plan = plan;
                 p.free.push(slot);
                 p.inflight -= 1;
+                if dir == Dir::Write && self.in_hole(pi, offset, len) {
+                    self.issue_io(pi, dir, offset, len, true, now);
+                    return;
+                }
+                let p = &mut self.procs[pi as usize];
+                p.result.error = Some(e.to_string());
                 self.finish_proc(pi, now);
                 return;
             }
@@ -1492,6 +1790,16 @@ impl Simulation {
         let pi = self.proc_of(task);
         let p = &mut self.procs[pi as usize];
         let op = p.buf.take().expect("buffered op");
+        if op.fallback {
+            // filemap_write_and_wait_range: the pages written back and
+            // waited for, no journal commit; then invalidated.
+            p.fallback_sync = true;
+            p.osync_op = Some(op);
+            let map = p.map;
+            self.start_fsync(pi, map);
+            self.schedule_task(TaskId(pi), now);
+            return;
+        }
         if op.dir == Dir::Write && p.spec.osync {
             // O_SYNC/O_DSYNC: generic_file_aio_write syncs what it wrote
             // (2.6.28 sync_page_range, later generic_write_sync →
@@ -1552,7 +1860,8 @@ impl Simulation {
     /// fio's open-time flush (`invalidate`) is no fsync and goes on at once.
     pub(crate) fn fsync_done(&mut self, pi: u32, now: Instant) {
         self.tasks.block(TaskId(pi), Blocked::No);
-        if !self.procs[pi as usize].invalidate_pending {
+        let p = &self.procs[pi as usize];
+        if !p.invalidate_pending && !p.fallback_sync {
             if let Backing::File(ino) = self.procs[pi as usize].backing {
                 let datasync = self.procs[pi as usize].datasync;
                 if !self.journal_fsync(TaskId(pi), ino, datasync, now) {
@@ -1599,6 +1908,15 @@ impl Simulation {
         }
         if self.procs[pi as usize].invalidate_pending {
             self.invalidate_now(pi);
+        }
+        if std::mem::take(&mut self.procs[pi as usize].fallback_sync) {
+            let op = self.procs[pi as usize]
+                .osync_op
+                .as_ref()
+                .expect("fallback op");
+            let page = iostack_mm::PAGE_SIZE;
+            let (map, first, end) = (op.map, op.offset / page, (op.offset + op.len) / page);
+            self.vm.invalidate_mapping_pages(map, first, end);
         }
         if let Some(op) = self.procs[pi as usize].osync_op.take() {
             self.buf_returned(pi, op, now);
@@ -1730,14 +2048,71 @@ impl Simulation {
         p.end = Some(now);
         p.result.end = now;
         // close(): the last writer of a file releases it (`->release`).
-        if let Backing::File(ino) = p.backing {
-            let wrote = p.result.dirs[1].ios > 0;
+        let wrote = p.result.dirs[1].ios > 0;
+        let inos: Vec<u32> = p
+            .all_files()
+            .iter()
+            .filter_map(|f| match f.0 {
+                Backing::File(ino) => Some(ino),
+                Backing::Raw { .. } => None,
+            })
+            .collect();
+        for ino in inos {
             let others = self.startq.release(ino, !was_done);
             if wrote && !others {
                 self.fs.release_file(ino);
             }
         }
+        if !was_done {
+            self.exit_all(pi);
+        }
         self.start_ready_procs(now, Some(pi));
+    }
+
+    /// fio's `fio_terminate_threads(td->groupid, td->o.exit_what)` at the end
+    /// of a job's thread when a job of the file set `exitall`: the jobs of
+    /// its group, the running ones or all are marked to terminate; a running
+    /// one issues nothing more and ends once its I/O in flight is done
+    /// (a sleeping one when it wakes), one not started never runs.
+    fn exit_all(&mut self, pi: u32) {
+        use crate::workload::ExitWhat;
+        let Some(what) = self.procs[pi as usize].spec.exit_what else {
+            return;
+        };
+        let group = self.procs[pi as usize].spec.group;
+        for q in 0..self.procs.len() {
+            let state = self.tasks.blocked(TaskId(q as u32));
+            if q == pi as usize || state == Blocked::Done {
+                continue;
+            }
+            self.procs[q].terminate |= match what {
+                ExitWhat::Group => self.procs[q].spec.group == group,
+                ExitWhat::Stonewall => state != Blocked::NotStarted,
+                ExitWhat::All => true,
+            };
+        }
+    }
+
+    /// A job terminated before it started (fio's `run_threads`: `todo--`):
+    /// done at once, without I/O.
+    fn never_started(&mut self, i: usize, now: Instant) {
+        let p = &mut self.procs[i];
+        p.start = now;
+        p.end = Some(now);
+        p.result.start = now;
+        p.result.end = now;
+        let inos: Vec<u32> = p
+            .all_files()
+            .iter()
+            .filter_map(|f| match f.0 {
+                Backing::File(ino) => Some(ino),
+                Backing::Raw { .. } => None,
+            })
+            .collect();
+        for ino in inos {
+            self.startq.release(ino, true);
+        }
+        self.tasks.block(TaskId(i as u32), Blocked::Done);
     }
 
     pub fn events_processed(&self) -> u64 {

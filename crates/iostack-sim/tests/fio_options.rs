@@ -32,7 +32,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "thinktime_iotime=1",
         "blockalign=8k",
         "percentage_random=50",
-        "nrfiles=4",
+        "openfiles=2",
         "filesize=1m-2m",
         "fsync_on_close=1",
         "ramp_time=2s",
@@ -42,7 +42,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "write_hist_log=x",
         "log_max_value=1",
         "log_prio=1",
-        "exitall",
     ];
     for opt in cases {
         let text = format!("[j]\nrw=randread\nsize=1m\n{opt}\n");
@@ -91,7 +90,9 @@ fn default_values_of_refused_options_are_accepted() {
 #[test]
 fn partly_simulated_options_refuse_the_part_they_do_not_simulate() {
     for (opt, name) in [
-        ("filename=a:b", "filename"),
+        ("nrfiles=3\nsize=1000k", "size"),
+        ("nrfiles=2\nfile_service_type=zipf", "file_service_type"),
+        ("nrfiles=2\nend_fsync=1", "end_fsync"),
         ("startdelay=1-2", "startdelay"),
         ("directory=/mnt/test:/mnt/test", "directory"),
         ("number_ios=10\ntime_based\nruntime=1", "number_ios"),
@@ -597,4 +598,221 @@ fn rw_modifier_and_sequencer_shape_the_offsets() {
     assert_eq!(pairs("rw=read:4k", 16), 399);
     let (msg, _, option) = refuse("[j]\nrw=read:-8k\nsize=1m\n");
     assert_eq!(option.as_deref(), Some("rw"), "{msg}");
+}
+
+/// The files and offsets a job's direct I/Os go to, in order: each queued
+/// sector mapped back through the files' extents.
+fn file_offsets(text: &str) -> Vec<(String, u64)> {
+    use iostack_core::{Action, TraceEvent, TraceSink};
+    use std::sync::{Arc, Mutex};
+    struct Qs(Arc<Mutex<Vec<u64>>>);
+    impl TraceSink for Qs {
+        fn event(&mut self, ev: &TraceEvent) {
+            if let TraceEvent::Block(r) = ev {
+                if r.action == Action::Queue {
+                    self.0.lock().unwrap().push(r.sector);
+                }
+            }
+        }
+    }
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let m = machine::preset("null").unwrap();
+    let part = m.partition.map_or(0, |p| p.1);
+    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &tunable_tables(),
+    );
+    let cfg = SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.attach(Box::new(Qs(seen.clone())));
+    let (r, _) = sim.run();
+    let sectors = seen.lock().unwrap().clone();
+    sectors
+        .iter()
+        .map(|&s| {
+            for f in &r.files {
+                let spb = f.block_size as u64 / 512;
+                for &(l, p, n) in &f.extents {
+                    let (lo, hi) = (part + p * spb, part + (p + n) * spb);
+                    if (lo..hi).contains(&s) {
+                        let name = f.path.rsplit('/').next().unwrap().to_string();
+                        return (name, l * f.block_size as u64 + (s - lo) * 512);
+                    }
+                }
+            }
+            panic!("sector {s} is in no file")
+        })
+        .collect()
+}
+
+/// `nrfiles=3` with each `file_service_type`: the order of files and
+/// offsets fio 3.33 issues (its `write_iolog` of the same job with
+/// `ioengine=null`): round robin one I/O per file, `roundrobin:2` two,
+/// `sequential` a whole file before the next; `random` draws a file per
+/// I/O until each has had its 8 blocks. Files are named `jobname.0.N`.
+#[test]
+fn nrfiles_follow_fios_file_service() {
+    let job = |fst: &str| {
+        format!("[j]\ndirectory=/mnt/test\nnrfiles=3\nsize=96k\nbs=4k\nrw=read\ndirect=1\n{fst}")
+    };
+    let name = |k: usize| format!("j.0.{k}");
+    let rr = file_offsets(&job(""));
+    let want: Vec<(String, u64)> = (0..24)
+        .map(|i| (name(i % 3), (i / 3) as u64 * 4096))
+        .collect();
+    assert_eq!(rr, want);
+    let rr2 = file_offsets(&job("file_service_type=roundrobin:2\n"));
+    let want: Vec<(String, u64)> = (0..24)
+        .map(|i| (name((i / 2) % 3), ((i / 6) * 2 + i % 2) as u64 * 4096))
+        .collect();
+    assert_eq!(rr2, want);
+    let seq = file_offsets(&job("file_service_type=sequential\n"));
+    let want: Vec<(String, u64)> = (0..24)
+        .map(|i| (name(i / 8), (i % 8) as u64 * 4096))
+        .collect();
+    assert_eq!(seq, want);
+    let rnd = file_offsets(&job("file_service_type=random\n"));
+    assert_eq!(rnd.len(), 24);
+    for k in 0..3 {
+        let offs: Vec<u64> = rnd.iter().filter(|f| f.0 == name(k)).map(|f| f.1).collect();
+        // Each file read through in order, whichever file is drawn.
+        assert_eq!(offs, (0..8).map(|b| b * 4096).collect::<Vec<_>>(), "{k}");
+    }
+    assert_ne!(rnd, rr, "random is not round robin");
+    // filename_format names the files.
+    let fmt = file_offsets(&job("filename_format=f.$filenum\n"));
+    assert_eq!(fmt[1].0, "f.1");
+    // A ':' list of names is as many files.
+    let list = "[j]\nfilename=/mnt/test/a:/mnt/test/b\nsize=16k\nbs=4k\ndirect=1\n";
+    let v: Vec<String> = file_offsets(list).into_iter().map(|f| f.0).collect();
+    assert_eq!(v, ["a", "b", "a", "b"]);
+}
+
+/// `nrfiles` with a random job and its random map: each file's blocks are
+/// each read once, and the job's bytes are the files' total.
+#[test]
+fn nrfiles_random_jobs_keep_a_random_map_per_file() {
+    let text = "[j]\ndirectory=/mnt/test\nnrfiles=4\nsize=256k\nbs=4k\nrw=randread\ndirect=1\n";
+    let v = file_offsets(text);
+    assert_eq!(v.len(), 64);
+    for k in 0..4 {
+        let mut offs: Vec<u64> = v
+            .iter()
+            .filter(|f| f.0 == format!("j.0.{k}"))
+            .map(|f| f.1)
+            .collect();
+        offs.sort_unstable();
+        assert_eq!(
+            offs,
+            (0..16).map(|b| b * 4096).collect::<Vec<_>>(),
+            "file {k}"
+        );
+    }
+    // Round robin between the files.
+    assert_eq!(v[1].0, "j.0.1");
+    assert_eq!(v[4].0, "j.0.0");
+}
+
+/// `wait_for`: the readers start once every clone of the writers is done,
+/// though no stonewall orders them; a waitee that is not an earlier job is
+/// refused as fio refuses it (`wait_for_ok`).
+#[test]
+fn wait_for_starts_a_job_after_its_waitee() {
+    let text = "[w]\nfilename=/mnt/test/w\nrw=write\nsize=256k\nnumjobs=2\n\
+                [r]\nfilename=/mnt/test/r\nsize=64k\nrw=read\ndirect=1\nwait_for=w\n";
+    let r = run_on(text, "2.6.32");
+    let w_end = r.procs[..2].iter().map(|p| p.end.as_ns()).max().unwrap();
+    assert!(w_end > 0);
+    assert!(r.procs[2].start.as_ns() >= w_end, "{:?}", r.procs[2]);
+    let without = run_on(&text.replace("wait_for=w\n", ""), "2.6.32");
+    assert_eq!(without.procs[2].start.as_ns(), 0);
+    for (w, why) in [("r", "itself"), ("x", "unknown")] {
+        let t = format!("[r]\nsize=64k\nwait_for={w}\n");
+        let (msg, line, option) = refuse(&t);
+        assert_eq!(
+            (line, option.as_deref()),
+            (Some(3), Some("wait_for")),
+            "{msg}"
+        );
+        assert!(msg.contains(why), "{msg}");
+    }
+}
+
+/// `exitall`: the first job to end terminates the others of its group
+/// (`exit_what=group`): the endless random reader stops once the 50 reads
+/// of the other are done; `exit_what=all` also stops a job not started yet.
+#[test]
+fn exitall_terminates_the_other_jobs() {
+    let base = "[global]\nfilename=/mnt/test/t\nsize=4m\ndirect=1\n\
+                [a]\nrw=read\nnumber_ios=50\n[b]\nrw=randread\ntime_based\nruntime=10\n";
+    let r = run_on(&format!("{base}[c]\nstonewall\nrw=read\n"), "2.6.32");
+    let b = &r.procs[1];
+    assert!(
+        b.end.as_ns() >= 10_000_000_000,
+        "b runs its 10 s without exitall"
+    );
+    let r = run_on(
+        &format!("{base}[c]\nstonewall\nrw=read\n").replace("[global]\n", "[global]\nexitall\n"),
+        "2.6.32",
+    );
+    let (a, b, c) = (&r.procs[0], &r.procs[1], &r.procs[2]);
+    assert_eq!(a.dirs[0].ios, 50);
+    assert!(b.end.as_ns() < 1_000_000_000, "b stopped at a's end: {b:?}");
+    assert!(b.end >= a.end);
+    // c is another group (stonewall): it runs after them.
+    assert_eq!(c.dirs[0].ios, 1024);
+    let text =
+        format!("{base}[c]\nstonewall\nrw=read\n").replace("[global]\n", "[global]\nexitall\n");
+    let r = run_on(&text.replace("[a]\n", "[a]\nexit_what=all\n"), "2.6.32");
+    assert_eq!(r.procs[2].dirs[0].ios, 0, "c never started");
+}
+
+/// `randrepeat=0` draws other offsets than the repeatable streams (from the
+/// run's seed); `randseed=N` fixes them whatever the run's seed.
+#[test]
+fn randrepeat_and_randseed_choose_the_random_streams() {
+    let base = "[j]\nfilename=/mnt/test/f\nsize=1m\nrw=randread\ndirect=1\nnumber_ios=20\n";
+    let a = queued_sectors(base);
+    assert_eq!(a, queued_sectors(base), "repeatable");
+    let b = queued_sectors(&format!("{base}randrepeat=0\n"));
+    assert_ne!(a, b);
+    let c = queued_sectors(&format!("{base}randseed=1234\n"));
+    assert_ne!(a, c);
+    assert_ne!(b, c);
+}
+
+/// O_DIRECT random writes into a new file (fio unlinks and recreates a
+/// write job's file, tiobench-example.fio's `randwrite`): a write past
+/// `i_size` allocates its block and goes direct; one into a hole below
+/// `i_size` gets -ENOTBLK from `do_direct_IO` (`get_block` without create,
+/// DIO_LOCKING) and `__generic_file_aio_write` writes it through the page
+/// cache, writes that back and waits (`filemap_write_and_wait_range`) and
+/// drops the pages: the writer itself writes those pages back, none is left
+/// cached or dirty, and every write completes.
+#[test]
+fn direct_writes_into_holes_fall_back_to_the_page_cache() {
+    let text = "[j]\nfilename=/mnt/test/f\nsize=8m\nrw=randwrite\ndirect=1\nnumber_ios=200\n";
+    let r = run_on(text, "2.6.32");
+    let p = &r.procs[0];
+    assert!(p.error.is_none(), "{:?}", p.error);
+    assert_eq!(p.dirs[1].ios, 200);
+    let by_writer = r.vm.wb_pages.dirtier;
+    assert!(by_writer > 100, "most writes fall back: {by_writer} pages");
+    assert!(
+        by_writer < 200,
+        "those past i_size go direct: {by_writer} pages"
+    );
+    // A laid-out file (overwrite=1) has no holes: every write is direct.
+    let r = run_on(&format!("{text}overwrite=1\n"), "2.6.32");
+    assert_eq!(r.vm.wb_pages.dirtier, 0);
 }

@@ -477,6 +477,8 @@ pub struct JobSpec {
     pub wait_for: Option<String>,
     /// `exitall`.
     pub exitall: bool,
+    /// `exit_what=` (`group`, `stonewall`, `all`).
+    pub exit_what: String,
     /// `create_on_open`.
     pub create_on_open: bool,
     /// `overwrite` (fio forces it on for jobs that read).
@@ -505,6 +507,8 @@ pub struct JobSpec {
     pub perc_random: PerDir<u32>,
     /// `file_service_type=` value as fio names it (`roundrobin`, `random`, ...).
     pub file_service_type: String,
+    /// Its `:N` (`td->file_service_nr`, default 1).
+    pub file_service_nr: u32,
     /// `kb_base=` (1024 or 1000).
     pub kb_base: u32,
     /// `unit_base=` (0 auto, 8 bytes, 1 bits).
@@ -815,6 +819,7 @@ pub(crate) fn build_job(
         new_group: st.flag("new_group"),
         wait_for: st.text("wait_for").map(str::to_string),
         exitall: st.flag("exitall"),
+        exit_what: st.choice("exit_what").unwrap_or("group").to_string(),
         create_on_open: st.flag("create_on_open"),
         overwrite: st.flag("overwrite") || kind.reads(),
         invalidate: st.flag("invalidate_cache"),
@@ -853,6 +858,7 @@ pub(crate) fn build_job(
             .choice("file_service_type")
             .unwrap_or("roundrobin")
             .to_string(),
+        file_service_nr: st.fst_nr,
         kb_base: st.kb_base(),
         unit_base: st
             .choice("unit_base")

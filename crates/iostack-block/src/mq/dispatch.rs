@@ -9,7 +9,6 @@ use crate::request::{FlushRole, RqId};
 use iostack_core::{Action, ReqFlags, Tracer};
 use iostack_des::Instant;
 use iostack_device::DeviceCmd;
-use std::collections::VecDeque;
 
 /// `BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT` and `_FACTOR`.
 const EWMA_WEIGHT: u32 = 8;
@@ -162,6 +161,7 @@ impl MqQueue {
     }
 
     /// `scsi_mq_get_budget`: one of the device's `queue_depth` slots.
+    #[inline]
     fn get_budget(&mut self) -> bool {
         match self.budget {
             Some(b) if self.budget_used >= b => {
@@ -184,6 +184,7 @@ impl MqQueue {
 
     /// `blk_mq_get_driver_tag`: a request allocated from the scheduler tags
     /// takes a driver tag of its hardware queue at dispatch.
+    #[inline]
     fn get_driver_tag(&mut self, rq: RqId) -> bool {
         if self.mq(rq).tag.is_some() || self.borrows_tag(rq) {
             return true;
@@ -289,6 +290,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_get_budget_and_tag`.
+    #[inline]
     fn get_budget_and_tag(&mut self, rq: RqId) -> bool {
         if !self.get_budget() {
             return false;
@@ -308,7 +310,7 @@ impl MqQueue {
     pub(super) fn plug_issue_direct(
         &mut self,
         now: Instant,
-        list: &VecDeque<RqId>,
+        list: &[RqId],
         ctx: Ctx,
         tr: &mut Tracer,
         out: &mut BlockOut,
@@ -328,21 +330,20 @@ impl MqQueue {
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
+    #[inline]
     fn issue(&mut self, now: Instant, rq: RqId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
-        {
-            let r = self.rqs.get_mut(rq);
-            r.started = true;
-            r.in_driver = true;
-            r.dispatched = true;
-            r.fifo_time = now;
-        }
         self.mq_mut(rq).loc = Loc::Driver;
         if self.last_merge == Some(rq) {
             self.last_merge = None;
         }
         self.trace_rq(now, rq, ctx, Action::Issue, tr);
         self.stats.requests_dispatched += 1;
-        let r = self.rqs.get(rq);
+        let r = self.rqs.get_mut(rq);
+        r.started = true;
+        r.in_driver = true;
+        r.dispatched = true;
+        r.fifo_time = now;
+        let r = &*r;
         if self
             .last_issued_end
             .is_some_and(|e| e.abs_diff(r.sector) > SEEK_SECTORS)
@@ -368,6 +369,7 @@ impl MqQueue {
         self.poll_device(now, out);
     }
 
+    #[inline]
     fn poll_device(&mut self, now: Instant, out: &mut BlockOut) {
         self.dev_out.clear();
         self.dev.poll(now, &mut self.dev_out);
@@ -385,9 +387,11 @@ impl MqQueue {
     pub(super) fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         self.dev.complete(now, rq.0 as u64);
         self.poll_device(now, out);
+        if tr.enabled() {
+            let irq = self.irq_ctx(self.mq(rq).hctx);
+            self.trace_rq(now, rq, irq, Action::Complete, tr);
+        }
         let h = self.mq(rq).hctx;
-        let irq = self.irq_ctx(h);
-        self.trace_rq(now, rq, irq, Action::Complete, tr);
         self.account_done(now, rq);
         if self.rqs.get(rq).sorted {
             if let Some(e) = self.elv.as_mut() {
@@ -401,10 +405,12 @@ impl MqQueue {
         }
         if self.budget_restart {
             self.budget_restart = false;
+            let irq = self.irq_ctx(h);
             self.run_hw_queues(now, true, irq, tr, out);
         }
     }
 
+    #[inline]
     fn account_done(&mut self, now: Instant, rq: RqId) {
         let r = self.rqs.get(rq);
         let d2c = now.since(r.fifo_time).as_ns();
@@ -426,6 +432,7 @@ impl MqQueue {
     }
 
     /// `bio_endio` for every bio of `rq`, in order.
+    #[inline]
     pub(super) fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
         let mut next = Some(self.rqs.get(rq).bio_head);
         while let Some(b) = next {
@@ -468,7 +475,7 @@ impl MqQueue {
         }
         let m = self.info[rq.0 as usize].take().expect("blk-mq request");
         let cpu = self.rqs.get(rq).cpu;
-        self.rqs.free(rq);
+        self.rqs.remove(rq);
         if m.budget {
             self.put_budget();
         }
@@ -490,6 +497,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_put_tag` of a driver tag; the sleepers it wakes retry.
+    #[inline]
     pub(super) fn put_tag_and_wake(
         &mut self,
         now: Instant,
@@ -527,6 +535,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_sched_restart`.
+    #[inline]
     pub(super) fn sched_restart(
         &mut self,
         now: Instant,
@@ -534,10 +543,10 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        let irq = self.irq_ctx(h);
         let hc = &mut self.hctxs[h as usize];
         if hc.restart {
             hc.restart = false;
+            let irq = self.irq_ctx(h);
             self.run_hw_queue(now, h, true, irq, tr, out);
         }
     }

@@ -137,7 +137,7 @@ struct Plug {
     /// `current->plug` is set.
     active: bool,
     /// `plug->mq_list`, oldest first (6.12+ `rq_list_add_tail`).
-    list: VecDeque<RqId>,
+    list: Vec<RqId>,
     /// `plug->has_elevator`.
     has_elevator: bool,
 }
@@ -227,6 +227,8 @@ pub struct MqQueue {
     /// The scheduler's CPU costs, and when its queue-wide lock is free.
     cost: SchedCost,
     lock_free_at: Instant,
+    /// The device's capacity in sectors (fixed for a run).
+    capacity: u64,
 }
 
 impl MqQueue {
@@ -274,6 +276,7 @@ impl MqQueue {
             elv_timer_gen: 0,
             cost: elv.as_ref().map(|e| e.cost()).unwrap_or_default(),
             lock_free_at: Instant::ZERO,
+            capacity: dev.capacity_sectors(),
             budget: dev.dispatch_budget(),
             ctxs: vec![VecDeque::new(); cfg.nr_cpus as usize],
             cpu_hctx,
@@ -357,7 +360,11 @@ impl MqQueue {
     // ---------------------------------------------------------------------------
     // Tracing (`kernel/trace/blktrace.c`).
 
+    #[inline]
     fn trace_bio(&self, now: Instant, b: &crate::Bio, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
         crate::tracepoint::trace_bio(
             tr,
             (self.cfg.disk, self.cfg.trace_mask),
@@ -369,6 +376,9 @@ impl MqQueue {
     }
 
     fn trace_rq(&self, now: Instant, rq: RqId, ctx: Ctx, action: Action, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
         let r = self.rqs.get(rq);
         let point = crate::tracepoint::RqPoint {
             ctx,
@@ -380,13 +390,18 @@ impl MqQueue {
         crate::tracepoint::trace_rq(tr, (self.cfg.disk, self.cfg.trace_mask), now, point, action);
     }
 
+    #[inline]
     fn trace_simple(&self, now: Instant, ctx: Ctx, action: Action, pdu: Pdu, tr: &mut Tracer) {
+        if !tr.enabled() {
+            return;
+        }
         crate::tracepoint::trace_simple(tr, self.cfg.disk, now, ctx, action, pdu);
     }
 
     // ---------------------------------------------------------------------------
     // Invariants.
 
+    #[inline]
     fn check(&self) {
         if self.checks {
             self.check_invariants();

@@ -45,7 +45,7 @@ impl MqQueue {
         bio.next = None;
         self.partition_remap(now, &mut bio, tr);
         assert!(
-            bio.end_sector() <= self.dev.capacity_sectors(),
+            bio.end_sector() <= self.capacity,
             "bio beyond end of device"
         );
         if bio.flags.is_flush_or_fua() && !self.dev.write_cache() {
@@ -78,6 +78,7 @@ impl MqQueue {
     /// it at the limits and takes the front part; the remainder, first on
     /// `current->bio_list`, follows. A front part asleep for a tag keeps the
     /// remainder for its wake-up (`retry_sleeper`).
+    #[inline]
     fn submit_split(
         &mut self,
         now: Instant,
@@ -124,6 +125,7 @@ impl MqQueue {
 
     /// `blk_mq_submit_bio`: merge (`blk_mq_attempt_bio_merge`), else allocate
     /// a request (`__blk_mq_alloc_requests`, G), else sleep for a tag.
+    #[inline]
     fn mq_submit_bio(
         &mut self,
         now: Instant,
@@ -196,37 +198,44 @@ impl MqQueue {
     /// `__blk_mq_alloc_requests` → `blk_mq_get_tag` from the scheduler tags
     /// (depth limited by the scheduler's `limit_depth`) or the driver tags,
     /// `blk_mq_rq_ctx_init` + `blk_mq_bio_to_request`; G.
+    #[inline]
     fn alloc_request(&mut self, now: Instant, id: BioId, tr: &mut Tracer) -> Option<RqId> {
-        let b = *self.bio(id);
-        let cpu = b.cpu % self.cfg.nr_cpus;
+        let b = self.bio(id);
+        let cpu = if b.cpu < self.cfg.nr_cpus {
+            b.cpu
+        } else {
+            b.cpu % self.cfg.nr_cpus
+        };
         let h = self.cpu_hctx[cpu as usize];
         let shallow = match &self.elv {
             Some(e) => e.limit_depth(b.flags, self.nr_requests),
             None => u32::MAX,
         };
+        let (sector, sectors, segments) = (b.sector, b.sectors, b.segments);
+        let (flags, pid, ioprio) = (b.flags, b.pid, b.ioprio);
         let hc = &mut self.hctxs[h as usize];
         let (tag, sched_tag) = match hc.sched_tags.as_mut() {
             Some(t) => (None, Some(t.get(cpu, shallow)?)),
             None => (Some(hc.tags.get(cpu, u32::MAX)?), None),
         };
         let rq = self.rqs.alloc(Request {
-            sector: b.sector,
-            sectors: b.sectors,
-            segments: b.segments,
-            flags: if b.flags.is_flush_or_fua() {
-                b.flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
+            sector,
+            sectors,
+            segments,
+            flags: if flags.is_flush_or_fua() {
+                flags.remove(ReqFlags::UNPLUG) | ReqFlags::NOMERGE
             } else {
-                b.flags.remove(ReqFlags::UNPLUG)
+                flags.remove(ReqFlags::UNPLUG)
             },
-            pid: b.pid,
+            pid,
             cpu,
             start_time: now,
             fifo_time: now,
             started: false,
             dispatched: false,
             in_driver: false,
-            sync_pool: b.flags.is_sync(),
-            ioprio: b.ioprio,
+            sync_pool: flags.is_sync(),
+            ioprio,
             bio_head: id,
             bio_tail: id,
             elv_private: 0,
@@ -248,13 +257,14 @@ impl MqQueue {
             },
         );
         self.stats.requests_allocated += 1;
-        self.trace_bio(now, &b, Action::GetRq, Pdu::None, tr);
+        self.trace_bio(now, self.bio(id), Action::GetRq, Pdu::None, tr);
         Some(rq)
     }
 
     /// The rest of `blk_mq_submit_bio` after G: into the task's plug, or with
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
+    #[inline]
     fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         // op_is_flush: such a request never sets RQF_USE_SCHED.
         let flushy = self.rqs.get(rq).flags.is_flush_or_fua();
@@ -286,6 +296,7 @@ impl MqQueue {
     /// `blk_add_rq_to_plug`: P when the plug starts; a plug at
     /// `BLK_MAX_REQUEST_COUNT` or whose last request reached
     /// `BLK_PLUG_FLUSH_SIZE` is flushed first (and P again).
+    #[inline]
     fn add_rq_to_plug(
         &mut self,
         now: Instant,
@@ -303,7 +314,7 @@ impl MqQueue {
         };
         let (count, last_bytes) = {
             let p = self.plugs.get(task).expect("plugged task");
-            let last = p.list.back().map_or(0, |&l| self.rqs.get(l).bytes());
+            let last = p.list.last().map_or(0, |&l| self.rqs.get(l).bytes());
             (p.list.len(), last)
         };
         if count == 0 {
@@ -317,10 +328,11 @@ impl MqQueue {
         let sched = self.elv.is_some();
         let p = self.plugs.get_mut(task).expect("plugged task");
         p.has_elevator |= sched;
-        p.list.push_back(rq);
+        p.list.push(rq);
         self.mq_mut(rq).loc = Loc::Plug;
     }
 
+    #[inline]
     fn plug_started(&mut self, now: Instant, ctx: Ctx, tr: &mut Tracer) {
         self.stats.plugs += 1;
         self.trace_simple(now, ctx, Action::Plug, Pdu::None, tr);
@@ -398,7 +410,7 @@ impl MqQueue {
             self.trace_simple(now, ctx, action, Pdu::Unplug { depth }, tr);
         }
         if issued < list.len() {
-            let rest = list.range(issued..).copied().collect::<Vec<_>>();
+            let rest = list[issued..].to_vec();
             self.dispatch_plug_list(now, rest, from_schedule, ctx, tr, out);
         }
         // The emptied list goes back to the plug, for its buffer.
@@ -461,6 +473,7 @@ impl MqQueue {
 
     /// `blk_mq_attempt_bio_merge`: the plug's last request
     /// (`blk_attempt_plug_merge`), then `blk_mq_sched_bio_merge`.
+    #[inline]
     fn attempt_bio_merge(
         &mut self,
         now: Instant,
@@ -468,15 +481,15 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        let b = *self.bio(id);
+        let (flags, task) = {
+            let b = self.bio(id);
+            (b.flags, b.owner.task)
+        };
         // bio_mergeable: not REQ_NOMERGE_FLAGS (NOMERGE, PREFLUSH, FUA).
-        if self.cfg.nomerges >= 2
-            || b.flags.contains(ReqFlags::NOMERGE)
-            || b.flags.is_flush_or_fua()
-        {
+        if self.cfg.nomerges >= 2 || flags.contains(ReqFlags::NOMERGE) || flags.is_flush_or_fua() {
             return false;
         }
-        if let Some(&last) = self.plugs.get(b.owner.task).and_then(|p| p.list.back()) {
+        if let Some(&last) = self.plugs.get(task).and_then(|p| p.list.last()) {
             if self.attempt_merge_into(now, last, id, tr) == BioMerge::Ok {
                 return true;
             }
@@ -487,6 +500,7 @@ impl MqQueue {
     /// `blk_mq_sched_bio_merge`: the scheduler's `bio_merge`
     /// (`blk_mq_sched_try_merge`), or without one `blk_bio_list_merge` over
     /// the last 8 requests of the CPU's software queue.
+    #[inline]
     fn sched_bio_merge(
         &mut self,
         now: Instant,

@@ -53,6 +53,7 @@ impl Tags {
     }
 
     /// The first clear bit in `from..to`, a word at a time.
+    #[inline]
     fn find_zero(&self, from: u32, to: u32) -> Option<u32> {
         let mut t = from;
         while t < to {
@@ -73,12 +74,14 @@ impl Tags {
     /// `__sbitmap_queue_get` / `sbitmap_get_shallow`: the first clear bit at or
     /// after the CPU's hint, wrapping; `shallow` caps the tags this caller may
     /// hold in all (`data->shallow_depth`, set by an elevator's `limit_depth`).
+    #[inline]
     pub fn get(&mut self, cpu: u32, shallow: u32) -> Option<u32> {
         if self.used >= self.depth.min(shallow) {
             return None;
         }
         let h = cpu as usize % self.hints.len();
-        let start = self.hints[h] % self.depth;
+        // Every hint is a tag or 0, below the depth.
+        let start = self.hints[h];
         let t = self
             .find_zero(start, self.depth)
             .or_else(|| self.find_zero(0, start))
@@ -96,6 +99,7 @@ impl Tags {
     /// (`sbitmap_update_cpu_hint`), and return how many sleepers to wake
     /// (`sbitmap_queue_wake_up(sbq, 1)`: once `wake_batch` frees have
     /// accumulated while someone waits, `wake_batch` of them).
+    #[inline]
     pub fn put(&mut self, tag: u32, cpu: u32) -> usize {
         assert!(self.test(tag), "tag {tag} freed twice");
         self.words[(tag / 64) as usize] &= !(1 << (tag % 64));

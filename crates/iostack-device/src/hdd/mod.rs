@@ -53,10 +53,11 @@ pub use presets::presets;
 
 use crate::{Device, DeviceCmd, HwLimits};
 use iostack_des::{Instant, Rng};
+use std::collections::VecDeque;
 
 /// Parameters of a mechanical disk. Plain data: presets write them from
 /// datasheets; the model derives its geometry and seek curve from them.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HddParams {
     /// Capacity in 512-byte logical sectors.
     pub capacity_sectors: u64,
@@ -255,6 +256,10 @@ pub struct Hdd {
     segs: Vec<Seg>,
     stamp: u64,
     dirty: Vec<(u64, u64)>,
+    /// Cached writes still crossing the link, `(first, end, arrived)` in link
+    /// order: their room is taken (counted in `dirty_sectors`), but the drive
+    /// cannot write them to the medium before their data has arrived.
+    arriving: VecDeque<(u64, u64, u64)>,
     dirty_sectors: u64,
     /// Sectors being destaged and when that ends (space freed then).
     inflight_sectors: u64,
@@ -311,6 +316,7 @@ impl Hdd {
             segs: vec![Seg::default(); p.cache_segments as usize],
             stamp: 0,
             dirty: Vec::with_capacity(p.write_cache_extents as usize + 1),
+            arriving: VecDeque::new(),
             dirty_sectors: 0,
             inflight_sectors: 0,
             inflight_until: 0,
@@ -553,13 +559,33 @@ impl Hdd {
 
     fn overlaps_dirty(&self, s: u64, e: u64) -> bool {
         self.dirty.iter().any(|&(a, b)| a <= e && s <= b)
+            || self.arriving.iter().any(|&(a, b, _)| a <= e && s <= b)
+    }
+
+    /// Dirty data in the cache or on its way there.
+    fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty() || !self.arriving.is_empty()
+    }
+
+    /// Writes whose data has crossed the link by `t` become dirty data the
+    /// drive may destage.
+    fn land(&mut self, t: u64) {
+        while let Some(&(s, e, at)) = self.arriving.front() {
+            if at > t {
+                return;
+            }
+            self.arriving.pop_front();
+            self.dirty_sectors -= e - s;
+            self.add_dirty(s, e);
+        }
     }
 
     fn fits(&self, s: u64, e: u64) -> bool {
         if self.p.write_hit_destage && self.hit_dirty(s, e).is_some() {
             return false;
         }
-        (self.dirty.len() < self.p.write_cache_extents as usize || self.overlaps_dirty(s, e))
+        (self.dirty.len() + self.arriving.len() < self.p.write_cache_extents as usize
+            || self.overlaps_dirty(s, e))
             && self.dirty_sectors + (e - s) <= self.p.write_cache_sectors as u64
     }
 
@@ -595,13 +621,23 @@ impl Hdd {
         }
         let done = start + self.p.overhead_write_ns + self.xfer_ns(n);
         self.link_free = done;
-        self.add_dirty(lba, lba + n as u64);
+        self.arriving.push_back((lba, lba + n as u64, done));
+        self.dirty_sectors += n as u64;
         done
     }
 
     /// Write one piece of dirty data to the medium at `t`, in elevator (C-LOOK)
-    /// order from the head. Returns when it ends.
+    /// order from the head, choosing among the data that has arrived by then
+    /// (waiting for the first arrival if none has). Returns when it ends.
     fn destage(&mut self, t: u64) -> u64 {
+        let mut t = t;
+        self.land(t);
+        if self.dirty.is_empty() {
+            if let Some(&(_, _, at)) = self.arriving.front() {
+                t = t.max(at);
+                self.land(t);
+            }
+        }
         self.stop_stream(t);
         let i = {
             let mut best: Option<(usize, u64)> = None;
@@ -644,12 +680,17 @@ impl Hdd {
     /// Background work the drive did on its own before `now`: idle destaging once
     /// the read-ahead is done and no command waits.
     fn advance_bg(&mut self, now: u64) {
-        while self.wce() && !self.dirty.is_empty() && self.n_media == 0 && self.n_wait == 0 {
+        while self.wce() && self.has_dirty() && self.n_media == 0 && self.n_wait == 0 {
             // Idle: the mechanism and the read-ahead done. The host link runs
-            // independently of the media, so destaging does not wait for it.
+            // independently of the media, so destaging does not wait for it,
+            // only for the data to have arrived.
             let mut tau = self.free_at;
             if let Some((t_end, _)) = self.stream_end() {
                 tau = tau.max(t_end);
+            }
+            self.land(tau);
+            if self.dirty.is_empty() {
+                tau = tau.max(self.arriving.front().map_or(tau, |a| a.2));
             }
             if tau >= now {
                 return;
@@ -802,11 +843,7 @@ impl Hdd {
             Pick::Stream(i) => self.continue_stream(i, t),
             Pick::Slot(i) => self.serve_media(i, t),
             Pick::Destage => {
-                let end = if self.dirty.is_empty() {
-                    t
-                } else {
-                    self.destage(t)
-                };
+                let end = if self.has_dirty() { self.destage(t) } else { t };
                 self.admit_waiters(end);
             }
         }
@@ -832,7 +869,7 @@ impl Hdd {
         if older_queued < self.slots[f].seq {
             return false;
         }
-        if !self.dirty.is_empty() {
+        if self.has_dirty() {
             let end = self.destage(t);
             self.admit_waiters(end);
             return true;

@@ -35,14 +35,22 @@ use Status::{OutputOnly as Out, Refused as No, Simulated as Sim};
 pub static STATUS: &[(&str, Status, &str)] = &[
     ("description", Out, "printed in the report"),
     ("name", Sim, "names the job and its files"),
-    ("wait_for", No(NOT_YET), ""),
+    (
+        "wait_for",
+        Sim,
+        "the job starts once every clone of the named earlier job is done",
+    ),
     (
         "filename",
         Sim,
-        "one file per job; several files are refused",
+        "a ':' list is several files (see nrfiles); devices one per job",
     ),
     ("directory", Sim, "one directory; a ':' list is refused"),
-    ("filename_format", No(NOT_YET), ""),
+    (
+        "filename_format",
+        Sim,
+        "names the job's files ($jobname, $jobnum, $filenum)",
+    ),
     (
         "unique_filename",
         Out,
@@ -115,8 +123,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("bs_unaligned", No(NOT_YET), ""),
     ("bs_is_seq_rand", No(NOT_YET), ""),
-    ("randrepeat", No(NOT_YET), ""),
-    ("randseed", No(NOT_YET), ""),
+    (
+        "randrepeat",
+        Sim,
+        "0: streams other than the repeatable ones, from the run's --seed",
+    ),
+    (
+        "randseed",
+        Sim,
+        "the processes' random streams from this seed, whatever --seed",
+    ),
     (
         "norandommap",
         Sim,
@@ -136,9 +152,21 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("percentage_sequential", No("deprecated in fio"), ""),
     ("allrandrepeat", No(NOT_YET), ""),
-    ("nrfiles", No(NOT_YET), ""),
-    ("openfiles", No(NOT_YET), ""),
-    ("file_service_type", No(NOT_YET), ""),
+    (
+        "nrfiles",
+        Sim,
+        "each file size/nrfiles (or filesize); uneven sizes, end_fsync and loops are refused",
+    ),
+    (
+        "openfiles",
+        No("fewer open files than nrfiles (fio closing and reopening files) is not modelled yet"),
+        "",
+    ),
+    (
+        "file_service_type",
+        Sim,
+        "roundrobin, sequential, random (with :N); zipf, pareto, normal, gauss are refused",
+    ),
     ("fallocate", No(NOT_YET), ""),
     (
         "fadvise_hint",
@@ -340,8 +368,16 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("fsync_on_close", No(NOT_YET), ""),
     ("unlink", No(NOT_YET), ""),
     ("unlink_each_loop", No(NOT_YET), ""),
-    ("exitall", No(NOT_YET), ""),
-    ("exit_what", No(PARENT), ""),
+    (
+        "exitall",
+        Sim,
+        "a job ending terminates the jobs exit_what names",
+    ),
+    (
+        "exit_what",
+        Sim,
+        "group, stonewall (the running jobs) or all",
+    ),
     (
         "exitall_on_error",
         Out,
