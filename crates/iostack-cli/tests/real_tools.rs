@@ -194,6 +194,49 @@ fn linux24_dd_trace_is_read_by_blkparse_and_btt() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A 2.4 buffered run: dd through the page cache, its dirty buffers written
+/// by bdflush once they pass `nfract` (1% here) and by dd's own fsync; the
+/// trace, one 4 KiB buffer head per queued bio, read by the real blkparse and
+/// btt.
+#[test]
+fn linux24_buffered_trace_is_read_by_blkparse_and_btt() {
+    let d = tmpdir("l24b");
+    iostack(
+        &d,
+        &[
+            "dd",
+            "if=/dev/zero",
+            "of=/mnt/test/f",
+            "bs=1M",
+            "count=8",
+            "conv=fsync",
+            "--machine",
+            "ide-2001",
+            "--kernel",
+            "2.4",
+            "--set",
+            "vm/bdflush/nfract=1",
+            "--blktrace",
+            "t",
+            "--blkparse",
+            "t.txt",
+        ],
+    );
+    judge(&d);
+    let text = std::fs::read_to_string(d.join("t.txt")).unwrap();
+    let queued = |comm: &str| {
+        text.lines()
+            .filter(|l| l.contains(" Q   W ") && l.ends_with(comm))
+            .map(|l| l.rsplit_once(" + ").unwrap().1.split(' ').next().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (bdflush, dd) = (queued("[bdflush]"), queued("[dd]"));
+    assert!(!bdflush.is_empty() && !dd.is_empty(), "{text}");
+    assert!(bdflush.iter().chain(&dd).all(|&s| s == "8"), "{text}");
+    assert_eq!(bdflush.len() + dd.len(), 8 * 256, "every buffer once");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// The blk-mq trace of the 6.x profile (Q, G, P, U with its depth, I, D, C, and
 /// merges; no S, tag waits are not traced) on the NVMe preset, under none and
 /// mq-deadline: blkparse prints what iostack's blkparse text says, btt reads

@@ -138,6 +138,7 @@ pub(crate) mod tests {
             },
             ratelimit: 32,
             v2632_chunk: true,
+            bdflush: None,
         })
     }
 

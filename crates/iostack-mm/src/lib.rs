@@ -6,6 +6,7 @@
 //! decisions the kernel makes; the simulation's event loop drives it and turns its
 //! decisions into bios.
 
+pub mod bdflush;
 pub mod bdp;
 pub mod bitmap;
 pub mod flusher;
@@ -19,6 +20,7 @@ pub mod write_cache_pages;
 pub mod writeback;
 pub mod writeback_job;
 
+pub use bdflush::{BdflushConfig, BufferLru, DirtyState, Flushed};
 pub use bdp::BdpAction;
 pub use bitmap::PageBits;
 pub use flusher::{FlusherNext, FlusherRun};

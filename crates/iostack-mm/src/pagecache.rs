@@ -52,6 +52,9 @@ pub struct VmConfig {
     pub limits: DirtyLimits,
     pub ratelimit: u64,
     pub v2632_chunk: bool,
+    /// 2.4's buffer cache, written back by bdflush and kupdate instead of
+    /// pdflush (`crate::bdflush`); `None` on 2.6 and later.
+    pub bdflush: Option<crate::bdflush::BdflushConfig>,
 }
 
 /// Pages written back: the files' pages by who sent them, the split the seed 001
@@ -115,10 +118,13 @@ pub struct Vm {
     pub wb_out: Vec<WbAction>,
     /// Pages sent to the disk by writeback, by who sent them.
     pub wb_pages: WbPages,
+    /// 2.4's dirty buffer list, when the kernel has one.
+    pub buffers: Option<crate::bdflush::BufferLru>,
 }
 
 impl Vm {
     pub fn new(cfg: VmConfig) -> Vm {
+        let buffers = cfg.bdflush.map(crate::bdflush::BufferLru::new);
         let mut vm = Vm {
             cfg,
             maps: Vec::new(),
@@ -145,6 +151,7 @@ impl Vm {
             wb_extents: Vec::new(),
             wb_out: Vec::new(),
             wb_pages: WbPages::default(),
+            buffers,
         };
         // Mapping 0 is the block device's inode.
         vm.maps.push(AddressSpace::new(0, u64::MAX / 2));

@@ -65,6 +65,57 @@ pub static TUNABLES: &[TunableDef] = &[
         doc: "Period of the kupdate-style wakeup of pdflush or the flusher thread \
               (0 disables it).",
     },
+    // /proc/sys/vm/bdflush of 2.4.4 (`bdf_prm` in fs/buffer.c; HZ = 100, so
+    // its jiffies are centiseconds). 2.4 only: later kernels have the vm/dirty_*
+    // sysctls above instead.
+    TunableDef {
+        name: "vm/bdflush/nfract",
+        unit: Unit::Percent,
+        default: |_| 30,
+        min: 0,
+        max: 100,
+        doc: "2.4 only: percentage of buffer memory (nr_free_buffer_pages) dirty \
+              above which balance_dirty wakes bdflush (balance_dirty_state returns 0). \
+              30 in 2.4.0-2.4.9 (fs/buffer.c bdf_prm).",
+    },
+    TunableDef {
+        name: "vm/bdflush/ndirty",
+        unit: Unit::Count,
+        default: |_| 64,
+        min: 10,
+        max: 50_000,
+        doc: "2.4 only: most dirty buffers flush_dirty_buffers writes per bdflush \
+              pass, and per call of a writer over nfract_sync (wakeup_bdflush(1)). \
+              64 in 2.4.0-2.4.9.",
+    },
+    TunableDef {
+        name: "vm/bdflush/interval",
+        unit: Unit::Centisecs,
+        default: |_| 500,
+        min: 0,
+        max: 60_000,
+        doc: "2.4 only: kupdate's sleep between two sync_old_buffers passes, in \
+              jiffies (0 stops kupdate). 5*HZ.",
+    },
+    TunableDef {
+        name: "vm/bdflush/age_buffer",
+        unit: Unit::Centisecs,
+        default: |_| 3000,
+        min: 100,
+        max: 600_000,
+        doc: "2.4 only: a buffer's b_flushtime is the time it was dirtied plus this; \
+              kupdate writes the buffers whose b_flushtime has passed. 30*HZ.",
+    },
+    TunableDef {
+        name: "vm/bdflush/nfract_sync",
+        unit: Unit::Percent,
+        default: |_| 60,
+        min: 0,
+        max: 100,
+        doc: "2.4 only: percentage of buffer memory dirty above which a writer that \
+              dirties a buffer writes ndirty buffers itself (balance_dirty_state \
+              returns 1, wakeup_bdflush(1) calls flush_dirty_buffers). 60.",
+    },
     TunableDef {
         name: "queue/read_ahead_kb",
         unit: Unit::KiB,

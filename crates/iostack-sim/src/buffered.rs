@@ -356,7 +356,12 @@ impl Simulation {
         }
         let ratelimit = self.vm.ratelimit();
         let p = &self.procs[pi as usize];
-        let room = ratelimit.saturating_sub(p.dirtied_since_check).max(1);
+        let room = if self.vm.buffers.is_some() {
+            // 2.4's generic_file_write: balance_dirty at each commit_write.
+            self.write24_room()
+        } else {
+            ratelimit.saturating_sub(p.dirtied_since_check).max(1)
+        };
         let n = (op.last - op.pos).min(room);
         let ino = self.vm.map_ino[op.map as usize];
         let mut meta = Vec::new();
@@ -370,8 +375,16 @@ impl Simulation {
         }
         let m = &mut self.vm.maps[op.map as usize];
         let before = m.nr_cached();
+        let clean: Vec<u64> = match self.vm.buffers {
+            Some(_) => (op.pos..op.pos + n).filter(|&p| !m.dirty.get(p)).collect(),
+            None => Vec::new(),
+        };
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
+        // 2.4's generic_commit_write: the page's buffers go on the dirty list.
+        for page in clean {
+            self.vm.mark_buffers_dirty(op.map, page, now);
+        }
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
         let grew = self.extend_i_size(ino, end_bytes);
         let create = {
@@ -394,11 +407,14 @@ impl Simulation {
             self.vm.note_cached(op.map, op.pos, n);
         }
         self.vm.account_dirtied(op.map, newly, now);
-        let cost = Duration(n * self.vm.cfg.copy_page_ns);
+        let mut cost = Duration(n * self.vm.cfg.copy_page_ns);
+        if self.vm.buffers.is_some() {
+            cost += self.balance_dirty24(TaskId(pi), now);
+        }
         let p = &mut self.procs[pi as usize];
         p.buf.as_mut().unwrap().pos += n;
         p.dirtied_since_check += n;
-        if p.dirtied_since_check >= ratelimit {
+        if p.dirtied_since_check >= ratelimit && self.vm.buffers.is_none() {
             let dirtied = p.dirtied_since_check;
             p.dirtied_since_check = 0;
             p.throttle = Some(Throttle::new(&self.vm, dirtied));

@@ -678,6 +678,11 @@ impl Simulation {
                 self.vm.note_cached(0, b, 1);
             }
             self.vm.account_dirtied(0, newly, now);
+            if newly > 0 {
+                // 2.4: a metadata buffer dirtied for its home location joins
+                // the dirty list that bdflush and kupdated write.
+                self.vm.mark_buffers_dirty(0, b, now);
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! comes out, with its event stream delivered to whatever sinks are attached.
 
 mod bdev;
+mod bdflush;
 pub mod bonnie;
 mod buffered;
 pub mod check;
@@ -58,8 +59,9 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
         let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
         let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
         // 2.4's direct-I/O flush only on 2.4 and when not the default (it came
-        // after the hashes of earlier runs).
-        let only24 = line.starts_with("dio/flush24=");
+        // after the hashes of earlier runs); 2.4's /proc/sys/vm/bdflush only
+        // on 2.4.
+        let only24 = line.starts_with("dio/flush24=") || line.starts_with("vm/bdflush/");
         let flush_default = line == "dio/flush24=data";
         if (sq && mq)
             || (!sq && legacy)

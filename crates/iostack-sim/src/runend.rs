@@ -85,6 +85,7 @@ fn state(b: Blocked) -> &'static str {
         Blocked::OnCongestion => "in congestion_wait",
         Blocked::OnJournal => "waiting in the journal",
         Blocked::OnBuffer => "waiting on a metadata buffer",
+        Blocked::Idle => "asleep",
         Blocked::Done => "done",
     }
 }

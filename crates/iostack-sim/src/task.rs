@@ -26,6 +26,11 @@ pub(crate) enum KThread {
     /// `kjournald` (ext3's jbd) or `jbd2/DEV-8` (ext4): the journal's commit
     /// thread, with its own I/O context (its own CFQ queue).
     Kjournald,
+    /// 2.4's `bdflush`: woken by `balance_dirty` over `nfract`, writes
+    /// `ndirty` buffers a pass (`fs/buffer.c`).
+    Bdflush,
+    /// 2.4's `kupdated`: every `interval`, the buffers older than `age_buffer`.
+    Kupdated,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +60,9 @@ pub(crate) enum Blocked {
     OnJournal,
     /// In 2.4's `wait_on_buffer` for a metadata buffer it wrote.
     OnBuffer,
+    /// A kernel thread asleep until woken or its timer fires (2.4's bdflush in
+    /// `interruptible_sleep_on(&bdflush_wait)`, kupdate in `schedule_timeout`).
+    Idle,
     Done,
 }
 
@@ -228,6 +236,17 @@ pub(crate) struct HandleWork {
     /// `i_sync_tid` (timestamps, a new inode).
     pub datasync: bool,
     pub sync_tid: bool,
+}
+
+/// 2.4's buffer-flushing threads as the simulation runs them.
+#[derive(Debug, Default)]
+pub(crate) struct Bdflush24 {
+    /// bdflush submitted a pass of this many buffers; once they are out it
+    /// decides whether to sleep (`!flushed || balance_dirty_state() < 0`).
+    pub bdflush_pass: Option<u64>,
+    /// kupdate submitted its `sync_old_buffers` pass; once the buffers are out
+    /// it runs `tq_disk` and sleeps `interval`.
+    pub kupdate_pass: bool,
 }
 
 /// kblockd's pending work (`kblockd_workqueue`), oldest first.

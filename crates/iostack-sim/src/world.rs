@@ -5,7 +5,7 @@
 
 use crate::machine::Machine;
 use crate::stats::{ProcResult, RunResult};
-use crate::task::{Blocked, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
+use crate::task::{Bdflush24, Blocked, JournalRun, KBlockd, KThread, LazyInit, TaskKind, Tasks};
 use crate::workload::{zoned_block, Dir, Engine, Pattern, ProcSpec, Target};
 use iostack_block::{
     Bio, BlockOut, BlockQueue, Partition, QueueConfig, QueueEvent, RequestQueue, Submit,
@@ -349,6 +349,8 @@ pub struct Simulation {
     pub(crate) lazy: LazyInit,
     startq: crate::startq::StartQueue,
     pub(crate) kblockd: KBlockd,
+    /// 2.4's bdflush and kupdated (`crate::bdflush`).
+    pub(crate) bd24: Bdflush24,
     /// The file system's journal, when it runs one (ext3).
     pub(crate) jbd: Option<JournalRun>,
 }
@@ -383,6 +385,25 @@ fn vm_config(m: &Machine, t: &Tunables) -> VmConfig {
         limits: iostack_mm::writeback::dirty_limits(dc, dirtyable, v2628),
         ratelimit: iostack_mm::writeback::ratelimit_pages(mem_pages, m.cpus as u64),
         v2632_chunk: !v2628,
+        bdflush: (t.profile() == Profile::V2_4).then(|| bdflush_config(m, t, dirtyable)),
+    }
+}
+
+/// 2.4's `/proc/sys/vm/bdflush` for a machine. `nr_free_buffer_pages()` of
+/// 2.4.4 (`mm/page_alloc.c`) is free + inactive-clean + inactive-dirty pages
+/// (plus a sixteenth of the active ones, at least `freepages.high +
+/// inactive_target`): all the memory the page cache may take, which is the
+/// dirtyable memory the 2.6 limits are taken of here too.
+fn bdflush_config(m: &Machine, t: &Tunables, dirtyable: u64) -> iostack_mm::BdflushConfig {
+    let cs = |name| Duration(t.get_u64(name) * 10_000_000);
+    iostack_mm::BdflushConfig {
+        nfract: t.get_u64("vm/bdflush/nfract"),
+        ndirty: t.get_u64("vm/bdflush/ndirty"),
+        nfract_sync: t.get_u64("vm/bdflush/nfract_sync"),
+        interval: cs("vm/bdflush/interval"),
+        age_buffer: cs("vm/bdflush/age_buffer"),
+        buffers_per_page: (iostack_mm::PAGE_SIZE / m.fs_block_size.max(1) as u64).max(1),
+        buffer_pages: dirtyable,
     }
 }
 
@@ -539,6 +560,7 @@ impl Simulation {
             lazy: LazyInit::new(),
             startq: Default::default(),
             kblockd: KBlockd::default(),
+            bd24: Bdflush24::default(),
             jbd,
             cfg,
         };
@@ -555,6 +577,7 @@ impl Simulation {
             .add(kthread(KThread::KBlockd), KBLOCKD_PID, irq_cpu, (2, 4));
         let ctx = sim.tasks.get(kblockd).ctx();
         sim.queue.set_kblockd(ctx);
+        sim.start_bdflush24();
         if let Some(j) = &sim.jbd {
             let pid = crate::jbd::KJOURNALD_PID;
             let name = crate::jbd::thread_name(j, &sim.cfg.machine);
@@ -567,8 +590,9 @@ impl Simulation {
             .procs
             .iter()
             .any(|p| !p.spec.direct && p.spec.io_size > 0);
-        if sim.vm.cfg.interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
-            let at = Instant::ZERO + sim.vm.cfg.interval;
+        let interval = sim.writeback_interval();
+        if interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
+            let at = Instant::ZERO + interval;
             sim.evq.schedule(at, Ev::WritebackTimer);
         }
         Ok(sim)
@@ -1933,6 +1957,8 @@ impl Simulation {
             TaskKind::KernelThread(KThread::LazyInit) => self.lazyinit_step(now),
             TaskKind::KernelThread(KThread::KBlockd) => self.kblockd_step(now),
             TaskKind::KernelThread(KThread::Kjournald) => self.kjournald_step(now),
+            TaskKind::KernelThread(KThread::Bdflush) => self.bdflush_step(now),
+            TaskKind::KernelThread(KThread::Kupdated) => self.kupdated_step(now),
         }
         self.sched_out(task, now);
     }

@@ -144,6 +144,11 @@ impl Simulation {
 
     /// The periodic wakeup (`wb_kupdate` / `wb_check_old_data_flush`).
     pub(crate) fn flusher_timer(&mut self, now: Instant) {
+        if self.vm.buffers.is_some() {
+            // 2.4: kupdated's schedule_timeout; it sets its next timer itself.
+            self.kupdate_timer(now);
+            return;
+        }
         let interval = self.vm.cfg.interval;
         if interval.0 == 0 {
             return;
@@ -205,7 +210,9 @@ impl Simulation {
                 FlusherState::Running { job, .. } => job,
                 _ => panic!("flusher has no job"),
             },
-            k @ TaskKind::KernelThread(KThread::KBlockd | KThread::Kjournald) => {
+            k @ TaskKind::KernelThread(
+                KThread::KBlockd | KThread::Kjournald | KThread::Bdflush | KThread::Kupdated,
+            ) => {
                 panic!("{k:?} runs no writeback")
             }
             TaskKind::Process(i) => {

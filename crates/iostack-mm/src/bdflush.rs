@@ -1,0 +1,335 @@
+//! 2.4's buffer-cache writeback (`fs/buffer.c` of 2.4.4, the seed-004 kernel):
+//! the dirty buffer list `lru_list[BUF_DIRTY]` in the order buffers were first
+//! dirtied, each with its `b_flushtime`; `balance_dirty_state` against the
+//! `nfract`/`nfract_sync` shares of `nr_free_buffer_pages`; and
+//! `flush_dirty_buffers`, the walk that `bdflush` (up to `ndirty` buffers per
+//! pass), `kupdate` (`sync_old_buffers`: every buffer whose `b_flushtime` has
+//! passed) and a writer over `nfract_sync` (`wakeup_bdflush(1)`) all run.
+//!
+//! Sans-IO like the rest of mm: a walk takes the pages it writes (dirty →
+//! under writeback, as `ll_rw_block` locks the buffer and clears its dirty bit)
+//! and returns them as runs of pages for the caller to submit, one buffer head
+//! per file-system block; the tasks that run the walks are the simulation's.
+//! A file-system block is a buffer; data buffers live in page-cache pages
+//! (2.4 `block_prepare_write` / `generic_commit_write` mark the page's buffers
+//! dirty, not the page), so the list holds page indexes and counts
+//! `buffers_per_page` buffers for each.
+
+use crate::pagecache::Vm;
+use iostack_des::{Duration, Instant};
+use std::collections::{BTreeMap, VecDeque};
+
+/// `/proc/sys/vm/bdflush` (`bdf_prm` of 2.4.4's `fs/buffer.c`), resolved from
+/// the tunables, and the machine numbers its thresholds are taken of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BdflushConfig {
+    /// Percentage of buffer memory dirty that activates bdflush.
+    pub nfract: u64,
+    /// Maximum number of dirty buffers bdflush writes per wake-cycle.
+    pub ndirty: u64,
+    /// Percentage of buffer memory dirty that makes a dirtier flush itself.
+    pub nfract_sync: u64,
+    /// kupdate's period (`interval`); zero stops kupdate.
+    pub interval: Duration,
+    /// Age a dirty buffer reaches before kupdate writes it (`age_buffer`).
+    pub age_buffer: Duration,
+    /// File-system blocks (buffer heads) per page.
+    pub buffers_per_page: u64,
+    /// `nr_free_buffer_pages()`, in pages (see `Vm::balance_dirty_state`).
+    pub buffer_pages: u64,
+}
+
+/// `balance_dirty_state`: -1, 0 or 1 in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DirtyState {
+    /// Under `nfract`: nothing to do.
+    Under,
+    /// Over `nfract`: wake bdflush (asynchronous flush).
+    Async,
+    /// Over `nfract_sync`: wake bdflush and flush `ndirty` buffers yourself.
+    Sync,
+}
+
+/// A run of pages dirtied in one jiffy-less instant, contiguous in one mapping:
+/// their buffers sit together on `lru_list[BUF_DIRTY]` with one `b_flushtime`.
+#[derive(Clone, Copy, Debug)]
+struct DirtyRun {
+    seq: u64,
+    map: u32,
+    first: u64,
+    pages: u64,
+    flushtime: Instant,
+}
+
+/// `lru_list[BUF_DIRTY]` over the data pages of the page cache. A page's entry
+/// is live while `live` maps it to its run's `seq`: a page cleaned by another
+/// path and dirtied again is refiled at the tail (`__mark_dirty` →
+/// `refile_buffer`), and its old entry is skipped as `flush_dirty_buffers`
+/// skips a buffer that is no longer dirty.
+#[derive(Clone, Debug)]
+pub struct BufferLru {
+    pub cfg: BdflushConfig,
+    runs: VecDeque<DirtyRun>,
+    live: BTreeMap<(u32, u64), u64>,
+    next_seq: u64,
+}
+
+impl BufferLru {
+    pub fn new(cfg: BdflushConfig) -> BufferLru {
+        BufferLru {
+            cfg,
+            runs: VecDeque::new(),
+            live: BTreeMap::new(),
+            next_seq: 0,
+        }
+    }
+
+    /// Pages listed (live entries), for the invariants.
+    pub fn listed(&self) -> u64 {
+        self.live.len() as u64
+    }
+
+    /// The oldest listed page's `b_flushtime`.
+    pub fn oldest_flushtime(&self) -> Option<Instant> {
+        self.runs.front().map(|r| r.flushtime)
+    }
+
+    /// `__mark_dirty`: a buffer that was clean becomes dirty; `b_flushtime =
+    /// jiffies + age_buffer` and `refile_buffer` puts it at the tail of the
+    /// dirty list.
+    fn mark_dirty(&mut self, map: u32, page: u64, now: Instant) {
+        let flushtime = now + self.cfg.age_buffer;
+        let seq = match self.runs.back_mut() {
+            Some(r) if r.map == map && r.first + r.pages == page && r.flushtime == flushtime => {
+                r.pages += 1;
+                r.seq
+            }
+            _ => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.runs.push_back(DirtyRun {
+                    seq,
+                    map,
+                    first: page,
+                    pages: 1,
+                    flushtime,
+                });
+                seq
+            }
+        };
+        self.live.insert((map, page), seq);
+    }
+}
+
+/// What one `flush_dirty_buffers` walk did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flushed {
+    /// Buffers written (the kernel's `flushed`, without its overshoot by one).
+    pub buffers: u64,
+    /// Runs of pages written: (map, first page, pages), in submission order.
+    pub runs: Vec<(u32, u64, u64)>,
+}
+
+impl Vm {
+    /// `__block_commit_write`'s `atomic_set_buffer_dirty` on a page the write
+    /// just made dirty (the caller passes only pages that were clean): the
+    /// buffers join the dirty list. A no-op without 2.4's buffer cache.
+    pub fn mark_buffers_dirty(&mut self, map: u32, page: u64, now: Instant) {
+        if let Some(b) = self.buffers.as_mut() {
+            b.mark_dirty(map, page, now);
+        }
+    }
+
+    /// `balance_dirty_state` (2.4.4): the dirty buffers (`size_buffers_type
+    /// [BUF_DIRTY]`, buffers being written are not counted) against
+    /// `nfract`% and `nfract_sync`% of `nr_free_buffer_pages()`.
+    pub fn balance_dirty_state(&self) -> DirtyState {
+        let Some(b) = self.buffers.as_ref() else {
+            return DirtyState::Under;
+        };
+        let dirty = self.nr_dirty * 100;
+        let tot = b.cfg.buffer_pages;
+        if dirty > tot * b.cfg.nfract {
+            if dirty > tot * b.cfg.nfract_sync {
+                return DirtyState::Sync;
+            }
+            return DirtyState::Async;
+        }
+        DirtyState::Under
+    }
+
+    /// `flush_dirty_buffers(check_flushtime)`: walk the dirty list from its
+    /// oldest buffer and write each dirty, unlocked one (`ll_rw_block(WRITE)`),
+    /// up to `ndirty` buffers, or, with `check_flushtime` (kupdate), every
+    /// buffer whose `b_flushtime` has passed (the list is in time order, so the
+    /// walk stops at the first young one). A page still under writeback is
+    /// locked and stays on the list where it is.
+    pub fn flush_dirty_buffers(&mut self, check_flushtime: bool, now: Instant) -> Flushed {
+        let Some(mut b) = self.buffers.take() else {
+            return Flushed::default();
+        };
+        let mut out = Flushed::default();
+        let mut kept: Vec<DirtyRun> = Vec::new();
+        'walk: while let Some(mut r) = b.runs.pop_front() {
+            if check_flushtime && now < r.flushtime {
+                b.runs.push_front(r);
+                break;
+            }
+            while r.pages > 0 {
+                if !check_flushtime && out.buffers + b.cfg.buffers_per_page > b.cfg.ndirty {
+                    b.runs.push_front(r);
+                    break 'walk;
+                }
+                let (map, page) = (r.map, r.first);
+                r.first += 1;
+                r.pages -= 1;
+                if b.live.get(&(map, page)) != Some(&r.seq) {
+                    continue;
+                }
+                let m = &self.maps[map as usize];
+                if !m.dirty.get(page) {
+                    b.live.remove(&(map, page));
+                    continue;
+                }
+                if m.writeback.get(page) {
+                    kept.push(DirtyRun {
+                        first: page,
+                        pages: 1,
+                        ..r
+                    });
+                    continue;
+                }
+                b.live.remove(&(map, page));
+                self.take_page(map as usize, page);
+                out.buffers += b.cfg.buffers_per_page;
+                push_page(&mut out.runs, map, page);
+            }
+        }
+        for r in kept.into_iter().rev() {
+            b.runs.push_front(r);
+        }
+        self.buffers = Some(b);
+        out
+    }
+}
+
+/// Append a page to the runs written, extending the last run when contiguous.
+fn push_page(runs: &mut Vec<(u32, u64, u64)>, map: u32, page: u64) {
+    match runs.last_mut() {
+        Some((m, first, n)) if *m == map && *first + *n == page => *n += 1,
+        _ => runs.push((map, page, 1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bdp::tests::vm;
+
+    const AGE: Duration = Duration(30_000_000_000);
+
+    fn vm24(ndirty: u64) -> Vm {
+        let mut vm = vm(false);
+        vm.buffers = Some(BufferLru::new(BdflushConfig {
+            nfract: 30,
+            ndirty,
+            nfract_sync: 60,
+            interval: Duration(5_000_000_000),
+            age_buffer: AGE,
+            buffers_per_page: 1,
+            buffer_pages: 1000,
+        }));
+        vm.map_of(7, 10_000);
+        vm
+    }
+
+    fn dirty(vm: &mut Vm, first: u64, n: u64, now: Instant) {
+        for p in first..first + n {
+            let newly = vm.maps[1].write_pages(p, 1, now);
+            vm.account_dirtied(1, newly, now);
+            if newly > 0 {
+                vm.mark_buffers_dirty(1, p, now);
+            }
+        }
+    }
+
+    #[test]
+    fn states_follow_nfract_and_nfract_sync() {
+        let mut vm = vm24(64);
+        dirty(&mut vm, 0, 300, Instant::ZERO);
+        assert_eq!(
+            vm.balance_dirty_state(),
+            DirtyState::Under,
+            "30% is not over"
+        );
+        dirty(&mut vm, 300, 1, Instant::ZERO);
+        assert_eq!(vm.balance_dirty_state(), DirtyState::Async);
+        dirty(&mut vm, 301, 299, Instant::ZERO);
+        assert_eq!(
+            vm.balance_dirty_state(),
+            DirtyState::Async,
+            "60% is not over"
+        );
+        dirty(&mut vm, 600, 1, Instant::ZERO);
+        assert_eq!(vm.balance_dirty_state(), DirtyState::Sync);
+    }
+
+    #[test]
+    fn bdflush_writes_ndirty_oldest_first() {
+        let mut vm = vm24(64);
+        dirty(&mut vm, 500, 10, Instant::ZERO);
+        dirty(&mut vm, 0, 100, Instant(1));
+        let f = vm.flush_dirty_buffers(false, Instant(2));
+        assert_eq!(f.buffers, 64);
+        assert_eq!(f.runs, vec![(1, 500, 10), (1, 0, 54)]);
+        assert_eq!((vm.nr_dirty, vm.nr_writeback), (46, 64));
+        let f = vm.flush_dirty_buffers(false, Instant(2));
+        assert_eq!(f.runs, vec![(1, 54, 46)]);
+        assert_eq!(vm.buffers.as_ref().unwrap().listed(), 0);
+    }
+
+    #[test]
+    fn kupdate_writes_only_buffers_older_than_age_buffer() {
+        let mut vm = vm24(4);
+        dirty(&mut vm, 0, 8, Instant::ZERO);
+        dirty(&mut vm, 8, 8, Instant(10_000_000_000));
+        assert!(vm
+            .flush_dirty_buffers(true, Instant(29_999_999_999))
+            .runs
+            .is_empty());
+        // ndirty does not bound kupdate's walk; the younger buffers wait.
+        let f = vm.flush_dirty_buffers(true, Instant::ZERO + AGE);
+        assert_eq!(f.runs, vec![(1, 0, 8)]);
+        let f = vm.flush_dirty_buffers(true, Instant(40_000_000_000));
+        assert_eq!(f.runs, vec![(1, 8, 8)]);
+    }
+
+    #[test]
+    fn a_page_cleaned_and_dirtied_again_is_refiled_at_the_tail() {
+        let mut vm = vm24(64);
+        dirty(&mut vm, 0, 4, Instant::ZERO);
+        // fsync wrote page 1 and its write completed; then it is dirtied again.
+        vm.take_page(1, 1);
+        vm.maps[1].writeback.clear(1);
+        vm.nr_writeback -= 1;
+        dirty(&mut vm, 9, 1, Instant(5));
+        dirty(&mut vm, 1, 1, Instant(6));
+        let f = vm.flush_dirty_buffers(false, Instant(7));
+        assert_eq!(f.runs, vec![(1, 0, 1), (1, 2, 2), (1, 9, 1), (1, 1, 1)]);
+    }
+
+    #[test]
+    fn a_page_under_writeback_stays_on_the_list() {
+        let mut vm = vm24(64);
+        dirty(&mut vm, 0, 3, Instant::ZERO);
+        // Page 1 is being written and was dirtied again meanwhile.
+        vm.maps[1].writeback.set(1);
+        vm.nr_writeback += 1;
+        let f = vm.flush_dirty_buffers(false, Instant(1));
+        assert_eq!(f.runs, vec![(1, 0, 1), (1, 2, 1)]);
+        vm.maps[1].writeback.clear(1);
+        vm.nr_writeback -= 1;
+        let f = vm.flush_dirty_buffers(false, Instant(2));
+        assert_eq!(f.runs, vec![(1, 1, 1)]);
+    }
+}
