@@ -187,7 +187,10 @@ fn until_with_check_truncates_with_io_in_flight() {
     );
     let (ok, out, err) = iostack(&["run", &job, "--until", "20ms", "--check"]);
     assert!(ok, "{err}");
-    assert!(out.contains("TRUNCATED: stopped at the --until limit"), "{out}");
+    assert!(
+        out.contains("TRUNCATED: stopped at the --until limit"),
+        "{out}"
+    );
     let (ok, _, err) = iostack(&["run", &job, "--check"]);
     assert!(ok, "the complete run still drains under the checker: {err}");
 }
