@@ -7,6 +7,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use iostack_cli::sweep;
+use iostack_des::{Rng, Seed};
 
 const GRIDS: &[&str] = &[
     "job = \"randread.fio\"\nmachine = \"null\"\nkernel = \"2.6.36\"\n\
@@ -40,31 +41,22 @@ const PIECES: &[&str] = &[
     "'''",
 ];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// A number below `n` from the project's seeded generator.
+fn below(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n.max(1) as u64) as usize
 }
 
 fn mutate(rng: &mut Rng, text: &str) -> String {
     let mut t: Vec<char> = text.chars().collect();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(t.len() + 1);
-        match rng.below(3) {
-            0 if at < t.len() => t[at] = char::from(b' ' + rng.below(95) as u8),
+    for _ in 0..1 + below(rng, 4) {
+        let at = below(rng, t.len() + 1);
+        match below(rng, 3) {
+            0 if at < t.len() => t[at] = char::from(b' ' + below(rng, 95) as u8),
             1 if at < t.len() => {
                 t.remove(at);
             }
             _ => {
-                let p: Vec<char> = PIECES[rng.below(PIECES.len())].chars().collect();
+                let p: Vec<char> = PIECES[below(rng, PIECES.len())].chars().collect();
                 t.splice(at..at, p);
             }
         }
@@ -74,10 +66,10 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
 
 #[test]
 fn mutated_grid_files_are_parsed_or_refused_with_their_name() {
-    let mut rng = Rng(0x6121_D5EE);
+    let mut rng = Rng::stream(Seed(0x6121_D5EE), "fuzz-sweep");
     let (mut parsed, mut refused) = (0, 0);
     for case in 0..3_000 {
-        let base = GRIDS[rng.below(GRIDS.len())];
+        let base = GRIDS[below(&mut rng, GRIDS.len())];
         let text = mutate(&mut rng, base);
         let path = format!("/tmp/fuzz/g{case}.toml");
         let r = catch_unwind(AssertUnwindSafe(|| sweep::parse(&path, &text)))

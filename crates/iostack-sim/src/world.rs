@@ -299,6 +299,17 @@ impl Proc {
         }
     }
 
+    /// The inodes of the process's files (its raw devices left out).
+    pub(crate) fn file_inos(&self) -> Vec<u32> {
+        self.all_files()
+            .iter()
+            .filter_map(|f| match f.0 {
+                Backing::File(ino) => Some(ino),
+                Backing::Raw { .. } => None,
+            })
+            .collect()
+    }
+
     /// A parked state for one more file of this process: fresh, as the
     /// process's own was at setup.
     fn fresh_file(
@@ -2049,14 +2060,7 @@ impl Simulation {
         p.result.end = now;
         // close(): the last writer of a file releases it (`->release`).
         let wrote = p.result.dirs[1].ios > 0;
-        let inos: Vec<u32> = p
-            .all_files()
-            .iter()
-            .filter_map(|f| match f.0 {
-                Backing::File(ino) => Some(ino),
-                Backing::Raw { .. } => None,
-            })
-            .collect();
+        let inos = p.file_inos();
         for ino in inos {
             let others = self.startq.release(ino, !was_done);
             if wrote && !others {
@@ -2101,14 +2105,7 @@ impl Simulation {
         p.end = Some(now);
         p.result.start = now;
         p.result.end = now;
-        let inos: Vec<u32> = p
-            .all_files()
-            .iter()
-            .filter_map(|f| match f.0 {
-                Backing::File(ino) => Some(ino),
-                Backing::Raw { .. } => None,
-            })
-            .collect();
+        let inos = p.file_inos();
         for ino in inos {
             self.startq.release(ino, true);
         }
