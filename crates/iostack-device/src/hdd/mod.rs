@@ -13,7 +13,8 @@
 //!   read miss while the drive has nothing else to do, so that a sequential
 //!   stream is served at the media rate; write-back cache (when enabled) whose
 //!   dirty extents are destaged in elevator order when the drive is idle, or
-//!   when a write finds the cache full. FUA writes, and all writes with the write
+//!   when a write finds the cache full; a write's data can go to the medium
+//!   only once its transfer over the link has ended. FUA writes, and all writes with the write
 //!   cache off, go to the medium. A flush (FLUSH CACHE EXT / SYNCHRONIZE CACHE)
 //!   is served, once no older command waits, by destaging every dirty extent
 //!   in elevator order; it completes when the last one is on the medium (after
