@@ -199,6 +199,40 @@ impl Writepages for FsWriteback<'_> {
         PageDone::Written
     }
 
+    /// A run of pages after one written: ext4 goes on collecting them into
+    /// its extent (`__mpage_da_writepage` on each page that follows it);
+    /// the generic writers take each page and write it (`__writepage`).
+    /// XFS's pages after a written one are its cluster's, not a run's.
+    fn writepage_run(
+        &mut self,
+        vm: &mut Vm,
+        _wbc: &Wbc,
+        w: &mut Wcp,
+        task: TaskId,
+        (first, n): (u64, u64),
+    ) -> u64 {
+        match self.kind(vm, w.map) {
+            WritepageKind::Ext4Da => match w.ext {
+                Some((efirst, next)) if next == first && !w.io_done => {
+                    w.ext = Some((efirst, first + n));
+                    vm.extent_lock_pages(task, w.map, efirst, (first, n));
+                    n
+                }
+                _ => 0,
+            },
+            WritepageKind::XfsCluster => 0,
+            WritepageKind::PerBuffer | WritepageKind::Mpage => {
+                // clear_page_dirty_for_io on each, then ->writepage on each:
+                // neither looks at the other pages.
+                vm.take_pages(w.map as usize, first, n);
+                for page in first..first + n {
+                    self.write_page(vm, w, page);
+                }
+                n
+            }
+        }
+    }
+
     fn clusters(&self, vm: &Vm, w: &Wcp) -> bool {
         self.kind(vm, w.map) == WritepageKind::XfsCluster
     }

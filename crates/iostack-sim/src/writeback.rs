@@ -10,8 +10,9 @@
 
 use crate::task::{Blocked, KThread, TaskKind};
 use crate::world::Simulation;
-use iostack_core::TaskId;
+use iostack_core::{ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
+use iostack_fs::mount::WritepageKind;
 use iostack_fs::writepages::FsWriteback;
 use iostack_mm::bdp::CONGESTION_WAIT;
 use iostack_mm::writeback_job::JobStep;
@@ -276,24 +277,57 @@ impl Simulation {
         }
         let mut fs = FsWriteback::new(&mut *self.fs, max_pages);
         let step = self.vm.writeback_step(&mut job, caller, &mut fs);
+        let sync_all = job.wbc.sync_all;
         *self.job_of(task) = job;
-        self.wb_actions(task, now);
+        self.wb_actions(task, sync_all, now);
         self.journal_writeback_alloc(task);
         step
     }
 
-    /// Carry out what writeback asked for (`Vm::wb_out`), in order.
-    fn wb_actions(&mut self, task: TaskId, now: Instant) {
+    /// Carry out what writeback asked for (`Vm::wb_out`), in order. The bios'
+    /// `rw` is the job's sync mode and the mapping's `->writepage` path
+    /// (`ReqFlags::writeback`), found once per mapping met in the step.
+    fn wb_actions(&mut self, task: TaskId, sync_all: bool, now: Instant) {
         let mut out = std::mem::take(&mut self.vm.wb_out);
+        let mut flags_of: Option<(u32, ReqFlags)> = None;
         for a in out.drain(..) {
             match a {
                 WbAction::Write { map, run } => {
-                    self.queue_page_bios(task, map, run.first, run.pages, run.pblk, true, now)
+                    let flags = match flags_of {
+                        Some((m, f)) if m == map => f,
+                        _ => {
+                            let f = self.writeback_flags(map, sync_all);
+                            flags_of = Some((map, f));
+                            f
+                        }
+                    };
+                    self.count_wb_pages(task, map, run.pages);
+                    self.queue_page_bios_flagged(
+                        task, map, run.first, run.pages, run.pblk, flags, now,
+                    );
                 }
                 WbAction::Wake(t) => self.wake_task(t, now),
             }
         }
         self.vm.wb_out = out;
+    }
+
+    /// The `rw` of writeback bios of `map` (`ReqFlags::writeback`).
+    pub(crate) fn writeback_flags(&self, map: u32, sync_all: bool) -> ReqFlags {
+        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
+            && self.fs.writepage_kind() == WritepageKind::Mpage;
+        ReqFlags::writeback(self.cfg.tunables.profile(), sync_all, mpage)
+    }
+
+    /// Pages sent to the disk by writeback, by who sent them (`WbPages`).
+    pub(crate) fn count_wb_pages(&mut self, task: TaskId, map: u32, n: u64) {
+        let wb = &mut self.vm.wb_pages;
+        match self.tasks.kind(task) {
+            _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
+            TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
+            TaskKind::KernelThread(_) => wb.kthread += n,
+            TaskKind::Process(_) => wb.dirtier += n,
+        }
     }
 
     /// `->writepages` returned (no inode open) and its bios are out: the
