@@ -928,13 +928,20 @@ impl ExtentFs for Xfs {
     ) -> Result<u64, FsError> {
         let i = self.idx(ino)?;
         Self::check_range(lblk, n)?;
-        match self.rec_at(i, lblk) {
-            Some((_, Rec { start: Some(_), .. })) => {}
-            Some((o, Rec { len, start: None })) => self.write_allocate(i, o, len, lblk)?,
-            None => self.write_direct(i, lblk, n)?,
-        }
-        let (o, r) = self.rec_at(i, lblk).ok_or(FsError::NoSpace)?;
-        let p = r.start.ok_or(FsError::NoSpace)?;
+        let (o, r) = match self.rec_at(i, lblk) {
+            // Already allocated: the record found is the mapping.
+            Some(found @ (_, Rec { start: Some(_), .. })) => found,
+            found => {
+                match found {
+                    Some((o, Rec { len, .. })) => self.write_allocate(i, o, len, lblk)?,
+                    None => self.write_direct(i, lblk, n)?,
+                }
+                self.rec_at(i, lblk).ok_or(FsError::NoSpace)?
+            }
+        };
+        let Some(p) = r.start else {
+            return Err(FsError::NoSpace);
+        };
         let len = n.min(o + r.len - lblk);
         out.push(FileExtent {
             logical: lblk,

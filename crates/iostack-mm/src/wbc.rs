@@ -130,7 +130,8 @@ pub struct Wcp {
 #[derive(Debug)]
 pub struct WbJob {
     pub wbc: Wbc,
-    pub cur: Option<Wcp>,
+    /// Boxed: the job moves in and out of its task at every step.
+    pub cur: Option<Box<Wcp>>,
     pub queued: bool,
     /// This pass already met the inodes another task was writing.
     pub saw_locked: bool,

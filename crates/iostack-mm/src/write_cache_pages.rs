@@ -123,7 +123,13 @@ impl Vm {
     }
 
     /// After a pagevec: finish the call if it is done, else keep it.
-    fn wcp_continue(&mut self, job: &mut WbJob, w: Wcp, c: WcpCaller, fs: &mut dyn Writepages) {
+    fn wcp_continue(
+        &mut self,
+        job: &mut WbJob,
+        w: Box<Wcp>,
+        c: WcpCaller,
+        fs: &mut dyn Writepages,
+    ) {
         if w.lock_wait.is_none()
             && w.done
             && (self.cfg.wcp_break || w.pvec_pos >= w.pvec.len())
@@ -327,7 +333,13 @@ impl Vm {
     /// (`mapping->writeback_index`) moves for `range_cyclic`, the file system
     /// may call again; else `I_SYNC` is released and the inode requeued
     /// (`__sync_single_inode`).
-    fn wcp_finish(&mut self, job: &mut WbJob, mut w: Wcp, c: WcpCaller, fs: &mut dyn Writepages) {
+    fn wcp_finish(
+        &mut self,
+        job: &mut WbJob,
+        mut w: Box<Wcp>,
+        c: WcpCaller,
+        fs: &mut dyn Writepages,
+    ) {
         fs.end_walk(self, &job.wbc, &mut w, c.task);
         let map = w.map;
         let cyclic = job.wbc.range_cyclic;
@@ -351,7 +363,9 @@ impl Vm {
                 nw.da_start = nw.start;
                 nw.skipped = w.skipped;
             }
-            job.cur = Some(nw);
+            // The box of the call that ended holds the new one.
+            *w = nw;
+            job.cur = Some(w);
             return;
         }
         if w.owns_isync {

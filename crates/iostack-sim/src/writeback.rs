@@ -348,6 +348,11 @@ impl Simulation {
     /// `lock_page` in `write_cache_pages` (mm's `Vm::wcp_lock_wait`): sleep if
     /// the task stopped at a page another caller holds in its extent.
     fn page_lock_wait(&mut self, task: TaskId) -> bool {
+        let stopped = self.job_of(task).cur.as_ref().and_then(|w| w.lock_wait);
+        if stopped.is_none() {
+            // The call did not stop at a locked page: nothing to wait for.
+            return false;
+        }
         let mut job = self.take_job(task);
         let wait = self.vm.job_lock_wait(&mut job, task);
         *self.job_of(task) = job;
