@@ -136,6 +136,14 @@ fn word_masks(lo: u64, hi: u64) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
+/// The word and mask of `[start, start + n)` if it is non-empty, inside one
+/// word, and does not overflow (the range ops saturate at `u64::MAX`).
+#[inline]
+fn one_word(start: u64, n: u64) -> Option<(u64, u64)> {
+    let last = start.checked_add(n)?.checked_sub(1).filter(|_| n > 0)?;
+    (start / 64 == last / 64).then(|| (start / 64, mask_bits(start % 64, last % 64 + 1)))
+}
+
 fn mask_bits(lo: u64, hi: u64) -> u64 {
     let upper = if hi >= 64 { !0u64 } else { (1u64 << hi) - 1 };
     upper & (!0u64 << lo)
@@ -325,6 +333,18 @@ impl PageBits {
 
     /// Set `[start, start + n)`; returns how many were clear.
     pub fn set_range(&mut self, start: u64, n: u64) -> u64 {
+        if let Some((w, mask)) = one_word(start, n) {
+            // Inside one word (a pagevec's run, as a rule): that word alone.
+            let slot = self.find_or_alloc(w / WORDS as u64);
+            let leaf = &mut self.slots[slot];
+            let wi = (w % WORDS as u64) as usize;
+            let added = (mask & !leaf.words[wi]).count_ones();
+            leaf.words[wi] |= mask;
+            leaf.sum(wi);
+            leaf.ones += added;
+            self.ones += added as u64;
+            return added as u64;
+        }
         let mut added = 0;
         for (c, lo, hi) in leaf_spans(start, start.saturating_add(n)) {
             let slot = self.find_or_alloc(c);
@@ -336,6 +356,9 @@ impl PageBits {
 
     /// Clear `[start, start + n)`; returns how many were set.
     pub fn clear_range(&mut self, start: u64, n: u64) -> u64 {
+        if let Some((w, mask)) = one_word(start, n) {
+            return self.clear_word(w, mask);
+        }
         let end = start.saturating_add(n);
         if n > 0 && start / LEAF_BITS == (end - 1) / LEAF_BITS {
             // Inside one leaf (a bio's pages, as a rule): that leaf alone.
@@ -398,7 +421,12 @@ impl PageBits {
                 return (i < limit).then_some(i);
             }
         }
-        let (c, leaf) = self.leaves_in(c0.checked_add(1)?).next()?;
+        let c1 = c0.checked_add(1)?;
+        if limit <= c1.saturating_mul(LEAF_BITS) {
+            // The range ends in this leaf: no need to look further.
+            return None;
+        }
+        let (c, leaf) = self.leaves_in(c1).next()?;
         let x = leaf.next(0, true).expect("a live leaf has a bit set");
         let i = c * LEAF_BITS + x;
         (i < limit).then_some(i)
