@@ -59,6 +59,32 @@ impl<'a> FsWriteback<'a> {
         }
     }
 
+    /// `block_write_full_page` on each page of `[first, first + n)`: a bio
+    /// per page, queued as runs of pages whose blocks follow one another.
+    fn write_buffers(&mut self, vm: &mut Vm, map: u32, first: u64, n: u64) {
+        let ino = vm.map_ino[map as usize];
+        let mut open: Option<PageRun> = None;
+        for page in first..first + n {
+            let pblk = self.map_page(ino, page);
+            match open.as_mut() {
+                Some(r) if r.pblk + r.pages == pblk => r.pages += 1,
+                _ => {
+                    if let Some(run) = open.take() {
+                        vm.wb_out.push(WbAction::WriteEach { map, run });
+                    }
+                    open = Some(PageRun {
+                        first: page,
+                        pages: 1,
+                        pblk,
+                    });
+                }
+            }
+        }
+        if let Some(run) = open {
+            vm.wb_out.push(WbAction::WriteEach { map, run });
+        }
+    }
+
     /// ext4's `__mpage_da_writepage`: collect contiguous delalloc pages into
     /// an extent (locked, dirty tag set); on the first page that does not
     /// follow, write the extent and stop (`MPAGE_DA_EXTENT_TAIL`); after it,
@@ -122,14 +148,13 @@ impl<'a> FsWriteback<'a> {
             Err((l, _)) => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
         };
         for r in &runs {
-            for i in 0..r.len {
-                let run = PageRun {
-                    first: r.logical + i,
-                    pages: 1,
-                    pblk: r.physical + i,
-                };
-                vm.wb_out.push(WbAction::Write { map: w.map, run });
-            }
+            // ext4_da_writepage on each page: one bio per buffer.
+            let run = PageRun {
+                first: r.logical,
+                pages: r.len,
+                pblk: r.physical,
+            };
+            vm.wb_out.push(WbAction::WriteEach { map: w.map, run });
         }
         if l < next {
             // ext4_da_writepage on a page with delayed buffers: redirty it.
@@ -221,9 +246,14 @@ impl Writepages for FsWriteback<'_> {
                 _ => 0,
             },
             WritepageKind::XfsCluster => 0,
-            WritepageKind::PerBuffer | WritepageKind::Mpage => {
-                // clear_page_dirty_for_io on each, then ->writepage on each:
-                // neither looks at the other pages.
+            // clear_page_dirty_for_io on each, then ->writepage on each:
+            // neither looks at the other pages.
+            WritepageKind::PerBuffer => {
+                vm.take_pages(w.map as usize, first, n);
+                self.write_buffers(vm, w.map, first, n);
+                n
+            }
+            WritepageKind::Mpage => {
                 vm.take_pages(w.map as usize, first, n);
                 for page in first..first + n {
                     self.write_page(vm, w, page);

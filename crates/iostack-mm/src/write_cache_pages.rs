@@ -612,8 +612,9 @@ mod tests {
     fn written(vm: &mut Vm) -> Vec<u64> {
         let out = std::mem::take(&mut vm.wb_out);
         out.iter()
-            .map(|a| match a {
-                WbAction::Write { run, .. } => run.first,
+            .flat_map(|a| match a {
+                WbAction::Write { run, .. } => run.first..run.first + 1,
+                WbAction::WriteEach { run, .. } => run.first..run.first + run.pages,
                 WbAction::Wake(t) => panic!("unexpected wake of {t:?}"),
             })
             .collect()

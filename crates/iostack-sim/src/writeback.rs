@@ -291,22 +291,31 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.vm.wb_out);
         let mut flags_of: Option<(u32, ReqFlags)> = None;
         for a in out.drain(..) {
-            match a {
-                WbAction::Write { map, run } => {
-                    let flags = match flags_of {
-                        Some((m, f)) if m == map => f,
-                        _ => {
-                            let f = self.writeback_flags(map, sync_all);
-                            flags_of = Some((map, f));
-                            f
-                        }
-                    };
-                    self.count_wb_pages(task, map, run.pages);
-                    self.queue_page_bios_flagged(
-                        task, map, run.first, run.pages, run.pblk, flags, now,
-                    );
+            let (map, run, each) = match a {
+                WbAction::Write { map, run } => (map, run, false),
+                WbAction::WriteEach { map, run } => (map, run, true),
+                WbAction::Wake(t) => {
+                    self.wake_task(t, now);
+                    continue;
                 }
-                WbAction::Wake(t) => self.wake_task(t, now),
+            };
+            let flags = match flags_of {
+                Some((m, f)) if m == map => f,
+                _ => {
+                    let f = self.writeback_flags(map, sync_all);
+                    flags_of = Some((map, f));
+                    f
+                }
+            };
+            self.count_wb_pages(task, map, run.pages);
+            if !each {
+                let (first, n) = (run.first, run.pages);
+                self.queue_page_bios_flagged(task, map, first, n, run.pblk, flags, now);
+                continue;
+            }
+            for i in 0..run.pages {
+                let (page, pblk) = (run.first + i, run.pblk + i);
+                self.queue_page_bios_flagged(task, map, page, 1, pblk, flags, now);
             }
         }
         self.vm.wb_out = out;
