@@ -31,6 +31,7 @@
 use crate::extent_fs::{check_tiling, ExtentFs, FileExtent};
 use crate::{BlockMapping, FsError, GetBlock};
 use iostack_core::Tunables;
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `MAXEXTLEN`: 21-bit extent length.
@@ -125,6 +126,11 @@ pub struct Xfs {
     inodes: Vec<XInode>,
     names: BTreeMap<String, u32>,
     by_ino: BTreeMap<u32, usize>,
+    /// The record `rec_at` found last, `(inode slot, offset, record)`:
+    /// writeback maps a file page by page in order, so the next page is
+    /// mostly in it. Forgotten whenever an extent list changes
+    /// (`insert_rec`, `cut_rec`).
+    last_rec: Cell<Option<(usize, u64, Rec)>>,
     meta: Vec<(u64, u64, &'static str)>,
     inopb: u64,
     chunk_blocks: u64,
@@ -206,6 +212,7 @@ impl Xfs {
             inodes: Vec::new(),
             names: BTreeMap::new(),
             by_ino: BTreeMap::new(),
+            last_rec: Cell::new(None),
             meta: Vec::new(),
             inopb,
             chunk_blocks,
@@ -534,8 +541,17 @@ impl Xfs {
 
     /// The record holding `lblk`: (offset, record).
     fn rec_at(&self, i: usize, lblk: u64) -> Option<(u64, Rec)> {
+        if let Some((li, o, r)) = self.last_rec.get() {
+            if li == i && o <= lblk && lblk < o + r.len {
+                return Some((o, r));
+            }
+        }
         let (&o, &r) = self.inodes[i].map.range(..=lblk).next_back()?;
-        (lblk < o + r.len).then_some((o, r))
+        let found = (lblk < o + r.len).then_some((o, r));
+        if found.is_some() {
+            self.last_rec.set(Some((i, o, r)));
+        }
+        found
     }
 
     /// Holes in `[s, e)`.
@@ -562,6 +578,7 @@ impl Xfs {
     /// Insert a record into a hole, merging with like neighbours up to MAXEXTLEN
     /// (`xfs_bmap_add_extent_hole_delay` / `_hole_real` / `_delay_real`).
     fn insert_rec(&mut self, i: usize, off: u64, rec: Rec) {
+        self.last_rec.set(None);
         let map = &mut self.inodes[i].map;
         let contig = |a_off: u64, a: Rec, b_off: u64, b: Rec| {
             a_off + a.len == b_off
@@ -616,6 +633,7 @@ impl Xfs {
         let Some((o, r)) = self.rec_at(i, s) else {
             return;
         };
+        self.last_rec.set(None);
         let map = &mut self.inodes[i].map;
         map.remove(&o);
         if o < s {
@@ -1012,6 +1030,48 @@ mod tests {
         let fs = Xfs::new(XfsParams::mkfs_defaults(4096, 16 << 20)).unwrap();
         assert_eq!(fs.ag_count(), 16);
         assert_eq!(fs.ag_blocks(), 1 << 20);
+        fs.check_consistency().unwrap();
+    }
+
+    /// The record `rec_at` remembers never outlives a change of the extent
+    /// list: after writes, writeback page by page and truncation in any
+    /// order, every block maps as the extent list itself says.
+    #[test]
+    fn remembered_record_agrees_with_the_extent_list() {
+        let mut fs = Xfs::new(XfsParams::mkfs_defaults(4096, 1 << 20)).unwrap();
+        let inos = [fs.create("a").unwrap(), fs.create("b").unwrap()];
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut out = Vec::new();
+        for _ in 0..400 {
+            let ino = inos[next(2) as usize];
+            let l = next(3000);
+            match next(4) {
+                0 => fs.delalloc_reserve(ino, l, 1 + next(40)).unwrap(),
+                1 | 2 => {
+                    let _ = fs.map_for_writeback(ino, l, 1 + next(8), &mut out);
+                }
+                _ => {
+                    fs.set_i_size(ino, l * 4096);
+                    fs.release_file(ino);
+                }
+            }
+            let i = fs.idx(ino).unwrap();
+            for b in [l, l + 1, l.saturating_sub(1), next(3000)] {
+                let map = &fs.inodes[i].map;
+                let want = map
+                    .range(..=b)
+                    .next_back()
+                    .map(|(&o, &r)| (o, r))
+                    .filter(|&(o, r)| b < o + r.len);
+                assert_eq!(fs.rec_at(i, b), want, "block {b}");
+            }
+        }
         fs.check_consistency().unwrap();
     }
 
