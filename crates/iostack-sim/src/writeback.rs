@@ -236,7 +236,8 @@ impl Simulation {
             return WbStep::Sleep;
         }
         self.end_writepages_plug(task, now);
-        match self.wb_job_step(task, now) {
+        let (step, open, stopped) = self.wb_job_step(task, now);
+        match step {
             JobStep::PassDone => {
                 self.end_writepages_plug(task, now);
                 // The pass is over: kick the queue so plugged I/O goes out.
@@ -251,8 +252,13 @@ impl Simulation {
                 if self.drain_pending(task, now) {
                     return WbStep::Sleep;
                 }
-                self.end_writepages_plug(task, now);
-                if self.page_lock_wait(task) {
+                // The job is as the step left it (submitting bios does not
+                // touch it): `end_writepages_plug` and `page_lock_wait`
+                // without looking it up again when there is nothing to do.
+                if !open {
+                    self.close_batch_plug(task, now);
+                }
+                if stopped && self.page_lock_wait(task) {
                     return WbStep::Sleep;
                 }
                 WbStep::Continue(Duration(cost.max(1)))
@@ -262,8 +268,10 @@ impl Simulation {
 
     /// mm's `Vm::writeback_step` on the task's job, with the file system's
     /// `->writepage(s)` (`FsWriteback`); the runs of pages it writes and the
-    /// tasks it wakes are carried out here.
-    fn wb_job_step(&mut self, task: TaskId, now: Instant) -> JobStep {
+    /// tasks it wakes are carried out here. Returns the step, whether a
+    /// `write_cache_pages` call is still open, and whether it stopped at a
+    /// page locked by another caller.
+    fn wb_job_step(&mut self, task: TaskId, now: Instant) -> (JobStep, bool, bool) {
         let caller = WcpCaller {
             task,
             is_flusher: task == self.flusher(),
@@ -278,10 +286,12 @@ impl Simulation {
         let mut fs = FsWriteback::new(&mut *self.fs, max_pages);
         let step = self.vm.writeback_step(&mut job, caller, &mut fs);
         let sync_all = job.wbc.sync_all;
+        let open = job.cur.is_some();
+        let stopped = job.cur.as_ref().is_some_and(|w| w.lock_wait.is_some());
         *self.job_of(task) = job;
         self.wb_actions(task, sync_all, now);
         self.journal_writeback_alloc(task);
-        step
+        (step, open, stopped)
     }
 
     /// Carry out what writeback asked for (`Vm::wb_out`), in order. The bios'
@@ -357,11 +367,6 @@ impl Simulation {
     /// `lock_page` in `write_cache_pages` (mm's `Vm::wcp_lock_wait`): sleep if
     /// the task stopped at a page another caller holds in its extent.
     fn page_lock_wait(&mut self, task: TaskId) -> bool {
-        let stopped = self.job_of(task).cur.as_ref().and_then(|w| w.lock_wait);
-        if stopped.is_none() {
-            // The call did not stop at a locked page: nothing to wait for.
-            return false;
-        }
         let mut job = self.take_job(task);
         let wait = self.vm.job_lock_wait(&mut job, task);
         *self.job_of(task) = job;
