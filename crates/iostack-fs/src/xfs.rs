@@ -131,6 +131,8 @@ pub struct Xfs {
     /// mostly in it. Forgotten whenever an extent list changes
     /// (`insert_rec`, `cut_rec`).
     last_rec: Cell<Option<(usize, u64, Rec)>>,
+    /// The inode `idx` found last, with its slot.
+    last_ino: Cell<Option<(u32, usize)>>,
     meta: Vec<(u64, u64, &'static str)>,
     inopb: u64,
     chunk_blocks: u64,
@@ -213,6 +215,7 @@ impl Xfs {
             names: BTreeMap::new(),
             by_ino: BTreeMap::new(),
             last_rec: Cell::new(None),
+            last_ino: Cell::new(None),
             meta: Vec::new(),
             inopb,
             chunk_blocks,
@@ -529,10 +532,20 @@ impl Xfs {
     }
 
     fn idx(&self, ino: u32) -> Result<usize, FsError> {
-        self.by_ino
+        // Writeback asks for one inode page after page; an inode keeps its
+        // slot for the life of the file system.
+        if let Some((last, i)) = self.last_ino.get() {
+            if last == ino {
+                return Ok(i);
+            }
+        }
+        let i = self
+            .by_ino
             .get(&ino)
             .copied()
-            .ok_or_else(|| FsError::NoSuchFile(format!("inode {ino}")))
+            .ok_or_else(|| FsError::NoSuchFile(format!("inode {ino}")))?;
+        self.last_ino.set(Some((ino, i)));
+        Ok(i)
     }
 
     fn check_range(lblk: u64, n: u64) -> Result<(), FsError> {
@@ -871,6 +884,7 @@ impl ExtentFs for Xfs {
             return Ok(ino);
         }
         let ino = self.new_ino()?;
+        self.last_ino.set(None);
         self.by_ino.insert(ino, self.inodes.len());
         self.inodes.push(XInode {
             ino,
