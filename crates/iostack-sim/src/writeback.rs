@@ -34,9 +34,15 @@ impl Simulation {
     /// own writeback runs as its steps.
     pub(crate) fn throttle_step(&mut self, task: TaskId, now: Instant) {
         loop {
-            let mut th = self.throttle_of(task).take().expect("throttled task");
-            let action = if th.job.is_some() {
-                *self.throttle_of(task) = Some(th);
+            let writing = self
+                .throttle_of(task)
+                .as_ref()
+                .expect("throttled task")
+                .job
+                .is_some();
+            if writing {
+                // The task's own writeback, a step at a time; its state stays
+                // in place (`job_of`) while it runs.
                 match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
                         self.charge_sys(task, d);
@@ -44,11 +50,12 @@ impl Simulation {
                         return;
                     }
                     WbStep::Sleep => return,
-                    WbStep::Finished => {
-                        th = self.throttle_of(task).take().expect("throttled task");
-                        th.job_done(&mut self.vm)
-                    }
+                    WbStep::Finished => {}
                 }
+            }
+            let mut th = self.throttle_of(task).take().expect("throttled task");
+            let action = if writing {
+                th.job_done(&mut self.vm)
             } else {
                 th.next(&mut self.vm)
             };
