@@ -11,7 +11,6 @@ use crate::world::Simulation;
 use iostack_block::{Bio, BioRun, Submit};
 use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
-use iostack_fs::mount::WritepageKind;
 use iostack_mm::{ondemand_readahead, RaWindow};
 use iostack_mm::{BufBio, Throttle};
 
@@ -188,13 +187,7 @@ impl Simulation {
         now: Instant,
     ) {
         if write {
-            let wb = &mut self.vm.wb_pages;
-            match self.tasks.kind(task) {
-                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
-                TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
-                TaskKind::KernelThread(_) => wb.kthread += n,
-                TaskKind::Process(_) => wb.dirtier += n,
-            }
+            self.count_wb_pages(task, map, n);
         }
         let flags = self.page_bio_flags(task, map, write);
         self.queue_page_bios_flagged(task, map, first, n, pblk, flags, now);
@@ -320,10 +313,8 @@ impl Simulation {
         if !write {
             return ReqFlags::readahead(profile);
         }
-        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
-            && self.fs.writepage_kind() == WritepageKind::Mpage;
         let sync_all = self.job_of(task).wbc.sync_all;
-        ReqFlags::writeback(profile, sync_all, mpage)
+        self.writeback_flags(map, sync_all)
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.
