@@ -330,10 +330,7 @@ impl Simulation {
                 self.queue_page_bios_flagged(task, map, first, n, run.pblk, flags, now);
                 continue;
             }
-            for i in 0..run.pages {
-                let (page, pblk) = (run.first + i, run.pblk + i);
-                self.queue_page_bios_flagged(task, map, page, 1, pblk, flags, now);
-            }
+            self.queue_page_run(task, map, (run.first, run.pages), run.pblk, flags, now);
         }
         self.vm.wb_out = out;
     }
