@@ -171,6 +171,11 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         ),
         ("randrepeat", one("rw=randread\ndirect=1\n"), "randrepeat=0"),
         ("randseed", one("rw=randread\ndirect=1\n"), "randseed=7"),
+        (
+            "random_generator",
+            one("rw=randread\ndirect=1\n"),
+            "random_generator=lfsr",
+        ),
     ]
 }
 

@@ -994,7 +994,9 @@ fn zoned_of(
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
     let skewed = !matches!(j.random_distribution, D::Random);
-    if perc && j.rw.kind.is_random() && ((!j.norandommap && !skewed) || varies) {
+    let lfsr = j.random_generator == iostack_workload::RandomGenerator::Lfsr;
+    let randmap = !j.norandommap && !skewed && !lfsr;
+    if perc && j.rw.kind.is_random() && (randmap || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
         return Err(at.refuse("percentage_random", msg));
@@ -1089,6 +1091,47 @@ fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], 
         return Err(at.refuse("ba", msg));
     }
     Ok(ba.map(|b| b.unwrap_or(0)))
+}
+
+/// fio's `random_generator` for job clone number `thread_number` (fio's
+/// `td->thread_number`, 1 for the file's first clone): `lfsr`'s seed as fio
+/// 3.33 makes it (`crate::lfsr::block_seed`). The LFSR serves uniform random
+/// offsets in blocks of one size; with varied or per-direction sizes, a
+/// `blockalign`, or a non-uniform distribution it is refused.
+/// `tausworthe64` is refused: the simulator's streams are not fio's
+/// tausworthe, whose 32- or 64-bit width would be all it changes.
+fn rand_gen_of(
+    j: &iostack_workload::JobSpec,
+    thread_number: u64,
+    at: &JobAt,
+) -> Result<crate::workload::RandGen, SimError> {
+    use iostack_workload::RandomGenerator as G;
+    match j.random_generator {
+        G::Tausworthe => return Ok(crate::workload::RandGen::Streams),
+        G::Tausworthe64 => {
+            let msg = "tausworthe64 is not modelled yet (the simulator's offset streams are \
+                       its own, not fio's tausworthe)";
+            return Err(at.refuse("random_generator", msg));
+        }
+        G::Lfsr => {}
+    }
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    let aligned = j.blockalign.read == j.min_bs.read && j.blockalign.write == j.min_bs.write;
+    if varies || j.bs.read != j.bs.write || !uniform || !aligned {
+        let msg = "lfsr with varied or per-direction block sizes, blockalign, or a \
+                   non-uniform random_distribution is not modelled yet";
+        return Err(at.refuse("random_generator", msg));
+    }
+    let seed = match (j.randrepeat, j.randseed) {
+        (true, s) => Some(crate::lfsr::block_seed(thread_number, true, s.unwrap_or(0))),
+        (false, Some(s)) => Some(crate::lfsr::block_seed(thread_number, false, s)),
+        (false, None) => None,
+    };
+    Ok(crate::workload::RandGen::Lfsr(seed))
 }
 
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
@@ -1490,6 +1533,7 @@ fn fio_job_procs(
                 (None, true) => crate::workload::RandSeed::Repeat,
                 (None, false) => crate::workload::RandSeed::Fresh,
             },
+            rand_gen: rand_gen_of(j, out.procs.len() as u64 + 1, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

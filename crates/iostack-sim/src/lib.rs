@@ -19,6 +19,7 @@ pub mod iolog_front;
 mod jbd;
 mod kblockd;
 mod lazyinit;
+mod lfsr;
 pub mod machine;
 mod open;
 mod pace;

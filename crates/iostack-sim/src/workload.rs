@@ -239,6 +239,22 @@ pub struct ProcSpec {
     /// fio's `randrepeat`/`randseed`: where the process's random streams
     /// (offsets, mix, sizes, zones, distributions, files) are seeded from.
     pub randseed: RandSeed,
+    /// fio's `random_generator`: where uniform random offsets come from.
+    pub rand_gen: RandGen,
+}
+
+/// fio's `random_generator` for a process's uniform random offsets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RandGen {
+    /// `tausworthe` (fio's default): the process's offset stream, with the
+    /// random map unless `norandommap`.
+    #[default]
+    Streams,
+    /// `lfsr`: fio's register (`crate::lfsr`) over the file's blocks, from
+    /// this seed (fio's `rand_seeds[FIO_RAND_BLOCK_OFF]`; None: drawn from
+    /// the run's seed, as `randrepeat=0` without `randseed` draws fio's
+    /// from the entropy pool). No random map: each block once per pass.
+    Lfsr(Option<u64>),
 }
 
 /// The seed of a process's random streams.
@@ -351,6 +367,9 @@ impl std::fmt::Debug for ProcSpec {
         if self.randseed != RandSeed::Repeat {
             d.field("randseed", &self.randseed);
         }
+        if self.rand_gen != RandGen::Streams {
+            d.field("rand_gen", &self.rand_gen);
+        }
         if let Some(w) = &self.exit_what {
             d.field("exit_what", w);
         }
@@ -444,6 +463,7 @@ impl ProcSpec {
             file_service: FileService::default(),
             exit_what: None,
             randseed: RandSeed::Repeat,
+            rand_gen: RandGen::Streams,
         }
     }
 }

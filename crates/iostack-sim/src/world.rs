@@ -145,6 +145,8 @@ pub(crate) struct Proc {
     /// One bit per `randmap` word: set when the word is full.
     randmap_full: Vec<u64>,
     randmap_left: u64,
+    /// fio's LFSR of the file (`random_generator=lfsr`), in place of the map.
+    lfsr: Option<crate::lfsr::Lfsr>,
     nblocks: u64,
     seq_next: u64,
     /// A rewrite's block just read, to be written back next.
@@ -232,6 +234,7 @@ pub(crate) struct FileCur {
     randmap: Vec<u64>,
     randmap_full: Vec<u64>,
     randmap_left: u64,
+    lfsr: Option<crate::lfsr::Lfsr>,
     seq_next: u64,
     last_end: [u64; 2],
     last_start: [u64; 2],
@@ -263,6 +266,7 @@ impl Proc {
         swap(&mut self.randmap, &mut f.randmap);
         swap(&mut self.randmap_full, &mut f.randmap_full);
         swap(&mut self.randmap_left, &mut f.randmap_left);
+        swap(&mut self.lfsr, &mut f.lfsr);
         swap(&mut self.seq_next, &mut f.seq_next);
         swap(&mut self.last_end, &mut f.last_end);
         swap(&mut self.last_start, &mut f.last_start);
@@ -324,6 +328,8 @@ impl Proc {
             randmap: vec![0; self.randmap.len()],
             randmap_full: vec![0; self.randmap_full.len()],
             randmap_left: self.nblocks,
+            // fio's lfsr_init per file, each from the job's one seed.
+            lfsr: self.lfsr.as_ref().map(crate::lfsr::Lfsr::fresh),
             seq_next: 0,
             last_end: [0, 0],
             last_start: [0, 0],
@@ -752,6 +758,31 @@ impl Simulation {
         }
     }
 
+    /// A random process's LFSR (`random_generator=lfsr`) over the `nblocks`
+    /// of its file (fio's `init_random_map`): from the job's seed, or one
+    /// drawn from the process's streams.
+    fn lfsr_of(
+        &self,
+        spec: &ProcSpec,
+        seed: Seed,
+        label: &str,
+        nblocks: u64,
+    ) -> Result<Option<crate::lfsr::Lfsr>, SimError> {
+        let crate::workload::RandGen::Lfsr(s) = spec.rand_gen else {
+            return Ok(None);
+        };
+        if !matches!(spec.pattern, Pattern::Random { .. }) {
+            return Ok(None);
+        }
+        let s = s.unwrap_or_else(|| Rng::stream(seed, &format!("{label}/lfsr")).next_u64());
+        crate::lfsr::Lfsr::new(nblocks, s).map(Some).ok_or_else(|| {
+            SimError(format!(
+                "job {}: fio: failed initializing LFSR ({nblocks} blocks, seed {s:#x})",
+                spec.name
+            ))
+        })
+    }
+
     fn setup_procs(&mut self) -> Result<(), SimError> {
         let specs = self.cfg.procs.clone();
         let m = self.cfg.machine.clone();
@@ -859,6 +890,7 @@ impl Simulation {
                 randmap_full: vec![0u64; randmap.len().div_ceil(64)],
                 randmap,
                 randmap_left: nblocks,
+                lfsr: self.lfsr_of(&spec, seed, &label, nblocks)?,
                 nblocks,
                 seq_next: 0,
                 rewrite_at: None,
@@ -1424,6 +1456,7 @@ impl Simulation {
                 let z = p.spec.zoned.as_ref().unwrap();
                 zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
             }
+            Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
             Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
                 // get_next_rand_offset with last_block: the region less
                 // `bs - ba`, in units of `ba`.
@@ -2174,6 +2207,21 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
         p.seq_next = rel + len;
     }
     (minbs, rel, len)
+}
+
+/// fio's `__get_next_rand_offset` with the LFSR: its next block; once the
+/// pass has returned every block, `get_next_rand_block`'s `fio_file_reset`
+/// (a time_based job; `io_size` or `loops` past the region) starts the next
+/// from the seed again.
+fn next_lfsr_block(p: &mut Proc) -> u64 {
+    let Some(l) = p.lfsr.as_mut() else {
+        return 0;
+    };
+    if let Some(b) = l.next() {
+        return b;
+    }
+    l.reset();
+    l.next().unwrap_or(0)
 }
 
 fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {

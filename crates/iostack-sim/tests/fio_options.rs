@@ -816,3 +816,65 @@ fn direct_writes_into_holes_fall_back_to_the_page_cache() {
     let r = run_on(&format!("{text}overwrite=1\n"), "2.6.32");
     assert_eq!(r.vm.wb_pages.dirtier, 0);
 }
+
+/// `random_generator=lfsr`: the offsets real fio 3.33 issues (its
+/// `write_iolog`) for two 1 MiB random-read jobs, each block once per pass,
+/// and a second pass (`loops=2`) that repeats the first; with `nrfiles=2`
+/// each file runs the same sequence (one seed per job). Without it the
+/// process's own stream gives another order.
+#[test]
+fn lfsr_issues_the_offsets_fio_issues() {
+    let two = "[global]\ndirectory=/mnt/test\nsize=1m\nbs=4k\nrw=randread\ndirect=1\n\
+               random_generator=lfsr\n[a]\n[b]\n";
+    let v = file_offsets(two);
+    let blocks = |job: &str| -> Vec<u64> {
+        v.iter()
+            .filter(|f| f.0 == format!("{job}.0.0"))
+            .map(|f| f.1 / 4096)
+            .collect()
+    };
+    let (a, b) = (blocks("a"), blocks("b"));
+    // fio 3.33: fio --name... as above, --write_iolog, blocks of 4 KiB.
+    let fio_a = [
+        235, 205, 163, 196, 114, 41, 154, 93, 135, 248, 108, 38, 3, 208, 120, 44,
+    ];
+    let fio_b = [
+        175, 229, 169, 186, 77, 131, 192, 112, 40, 4, 18, 25, 150, 91, 219, 203,
+    ];
+    assert_eq!(a[..16], fio_a);
+    assert_eq!(b[..16], fio_b);
+    for s in [&a, &b] {
+        let mut sorted = s.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..256).collect::<Vec<u64>>());
+    }
+    let looped = file_offsets(&format!("{}loops=2\n", two.replace("[b]\n", "")));
+    assert_eq!(looped.len(), 512);
+    assert_eq!(looped[..256], looped[256..]);
+    let files = "[j]\ndirectory=/mnt/test\nnrfiles=2\nsize=64k\nbs=4k\nrw=randread\n\
+                 direct=1\nrandom_generator=lfsr\n";
+    let v = file_offsets(files);
+    let per = |k: usize| -> Vec<u64> {
+        v.iter()
+            .filter(|f| f.0 == format!("j.0.{k}"))
+            .map(|f| f.1 / 4096)
+            .collect()
+    };
+    assert_eq!(per(0), [3, 2, 5, 1, 0, 4, 6, 7]);
+    assert_eq!(per(1), per(0));
+    let plain = file_offsets(
+        &two.replace("random_generator=lfsr\n", "")
+            .replace("[b]\n", ""),
+    );
+    assert_ne!(
+        plain
+            .iter()
+            .map(|f| f.1 / 4096)
+            .take(16)
+            .collect::<Vec<_>>(),
+        fio_a
+    );
+    let (msg, _, option) =
+        refuse("[j]\nrw=randread\nbsrange=4k-8k\nnorandommap\nsize=1m\nrandom_generator=lfsr\n");
+    assert_eq!(option.as_deref(), Some("random_generator"), "{msg}");
+}

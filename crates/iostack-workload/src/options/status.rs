@@ -139,7 +139,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         "random offsets may repeat within a pass",
     ),
     ("softrandommap", No(NOT_YET), ""),
-    ("random_generator", No(NOT_YET), ""),
+    (
+        "random_generator",
+        Sim,
+        "lfsr: fio's LFSR and seed, the offsets real fio issues (one block size, uniform); tausworthe64 refused",
+    ),
     (
         "random_distribution",
         Sim,
