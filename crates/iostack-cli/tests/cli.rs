@@ -414,3 +414,29 @@ fn split_bios_survive_tag_sleeps_under_the_checker() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A job with `verify=`: fio's report has the verify reads as its read
+/// direction, each direction with its own phase's runtime, and stderr says
+/// that no data was compared.
+#[test]
+fn verify_reports_its_reads_and_says_no_data_is_compared() {
+    let dir = std::env::temp_dir().join(format!("iostack-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("verify.fio");
+    let text = "[v]\nfilename=/mnt/test/f\nrw=randwrite\nbs=4k\nsize=1m\nverify=md5\n";
+    std::fs::write(&job, text).unwrap();
+    let args = ["run", job.to_str().unwrap(), "--output-format", "json"];
+    let (ok, out, err) = iostack(&args);
+    assert!(ok, "{err}");
+    assert!(err.contains("job 'v': verify:") && err.contains("no data is compared"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!(j["read"]["io_bytes"], 1 << 20);
+    assert_eq!(j["write"]["io_bytes"], 1 << 20);
+    let (r, w) = (&j["read"]["runtime"], &j["write"]["runtime"]);
+    assert!(r.as_u64().unwrap() > 0 && w.as_u64().unwrap() > 0);
+    assert_ne!(r, w, "each phase its own runtime");
+    let (ok, _, err) = iostack(&["run", job.to_str().unwrap()]);
+    assert!(ok && err.contains("no data is compared"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1134,6 +1134,53 @@ fn rand_gen_of(
     Ok(crate::workload::RandGen::Lfsr(seed))
 }
 
+/// fio's verification of a job that writes (`verify=` other than 0 with
+/// `do_verify`): the read-back `crate::verify` issues. Refused where its
+/// I/O is not modelled: after direct writes (`do_verify`'s `fio_io_sync`
+/// of an O_DIRECT file is a journal commit and a cache flush, as `fsync=`
+/// there), with time_based, loops, several files, pacing, a replay, or
+/// `experimental_verify`; `verify_backlog` with more than one I/O in flight
+/// (fio skips pieces still in flight) or with `verify_only`.
+fn verify_of(
+    j: &iostack_workload::JobSpec,
+    pattern: Pattern,
+    engine: Engine,
+    diskless: bool,
+    at: &JobAt,
+) -> Result<Option<crate::verify::Verify>, SimError> {
+    if j.verify.is_none() || !j.do_verify || !j.rw.kind.writes() {
+        return Ok(None);
+    }
+    let why = if j.direct || diskless {
+        "after direct writes it is not modelled yet (fio's fsync before the reads: the fsync \
+         of an O_DIRECT file is a journal commit and a cache flush)"
+    } else if j.time_based || j.loops > 1 {
+        "with time_based or loops it is not modelled yet"
+    } else if nfiles(j) > 1 {
+        "with several files it is not modelled yet"
+    } else if j.thinktime_ns > 0 || rate_of(j, at)? != [crate::workload::RateLimit::default(); 2] {
+        "with thinktime or rate limits it is not modelled yet"
+    } else if j.experimental_verify {
+        "with experimental_verify it is not modelled yet"
+    } else if j.verify_backlog > 0 && (j.verify_only || (engine == Engine::Async && j.iodepth > 1))
+    {
+        "verify_backlog with verify_only or more than one I/O in flight is not modelled yet"
+    } else {
+        ""
+    };
+    if !why.is_empty() {
+        return Err(at.refuse("verify", why));
+    }
+    let randmap = matches!(pattern, Pattern::Random { norandommap: false })
+        && j.random_generator != iostack_workload::RandomGenerator::Lfsr;
+    Ok(Some(crate::verify::Verify {
+        in_order: randmap,
+        only: j.verify_only,
+        backlog: j.verify_backlog,
+        batch: j.verify_batch,
+    }))
+}
+
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
 /// in `pacing_fits`).
 fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
@@ -1534,6 +1581,7 @@ fn fio_job_procs(
                 (None, false) => crate::workload::RandSeed::Fresh,
             },
             rand_gen: rand_gen_of(j, out.procs.len() as u64 + 1, &at)?,
+            verify: verify_of(j, pattern, engine, diskless, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

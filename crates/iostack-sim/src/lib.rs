@@ -30,6 +30,7 @@ mod startq;
 pub mod stats;
 mod task;
 pub mod tools;
+pub mod verify;
 pub mod workload;
 mod world;
 mod writeback;

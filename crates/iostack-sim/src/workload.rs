@@ -241,6 +241,9 @@ pub struct ProcSpec {
     pub randseed: RandSeed,
     /// fio's `random_generator`: where uniform random offsets come from.
     pub rand_gen: RandGen,
+    /// fio's `verify` with `do_verify` on a job that writes: the read-back
+    /// (`crate::verify`); None: no verification I/O.
+    pub verify: Option<crate::verify::Verify>,
 }
 
 /// fio's `random_generator` for a process's uniform random offsets.
@@ -370,6 +373,9 @@ impl std::fmt::Debug for ProcSpec {
         if self.rand_gen != RandGen::Streams {
             d.field("rand_gen", &self.rand_gen);
         }
+        if let Some(v) = &self.verify {
+            d.field("verify", v);
+        }
         if let Some(w) = &self.exit_what {
             d.field("exit_what", w);
         }
@@ -464,6 +470,7 @@ impl ProcSpec {
             exit_what: None,
             randseed: RandSeed::Repeat,
             rand_gen: RandGen::Streams,
+            verify: None,
         }
     }
 }

@@ -148,6 +148,8 @@ pub(crate) struct Proc {
     /// fio's LFSR of the file (`random_generator=lfsr`), in place of the map.
     lfsr: Option<crate::lfsr::Lfsr>,
     nblocks: u64,
+    /// fio's verify log and phase (`verify=`).
+    pub(crate) vlog: Option<crate::verify::VerifyLog>,
     seq_next: u64,
     /// A rewrite's block just read, to be written back next.
     rewrite_at: Option<u64>,
@@ -219,7 +221,7 @@ pub(crate) struct Proc {
     /// choice among them; the fields above hold the current file's state.
     pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
     /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
-    terminate: bool,
+    pub(crate) terminate: bool,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -892,6 +894,7 @@ impl Simulation {
                 randmap_left: nblocks,
                 lfsr: self.lfsr_of(&spec, seed, &label, nblocks)?,
                 nblocks,
+                vlog: spec.verify.as_ref().map(crate::verify::VerifyLog::new),
                 seq_next: 0,
                 rewrite_at: None,
                 bytes_issued: 0,
@@ -1202,6 +1205,15 @@ impl Simulation {
             // read_iolog_get: done when the log is.
             return p.replay.next < r.ios.len();
         }
+        if let (Some(l), Some(v)) = (&p.vlog, &p.spec.verify) {
+            use crate::verify::Phase;
+            match l.phase {
+                Phase::Reading => return l.len() > 0,
+                Phase::Syncing | Phase::Done => return false,
+                Phase::Writing if l.backlog_due(v) => return true,
+                Phase::Writing => {}
+            }
+        }
         // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
         if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
             return false;
@@ -1362,6 +1374,9 @@ impl Simulation {
                 return;
             }
         }
+        if self.verify_read(pi, now) {
+            return;
+        }
         let p = &self.procs[pi as usize];
         if p.spec.replay.is_some() {
             if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
@@ -1482,6 +1497,9 @@ impl Simulation {
         if let Some(f) = p.files.as_mut() {
             f.issued(len);
         }
+        if self.verify_log_write(pi, dir, rel, len, now) {
+            return;
+        }
         self.rate_issued(pi, dir, len);
         self.issue_at(pi, dir, offset, len, now);
     }
@@ -1543,7 +1561,7 @@ impl Simulation {
 
     /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
     /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
-    fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
+    pub(crate) fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
         self.issue_io(pi, dir, offset, len, false, now);
     }
 
@@ -2084,6 +2102,9 @@ impl Simulation {
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
+            return;
+        }
+        if self.verify_next_phase(pi, now) {
             return;
         }
         let was_done = self.tasks.blocked(TaskId(pi)) == Blocked::Done;

@@ -535,6 +535,16 @@ pub struct JobSpec {
     pub scramble_buffers: bool,
     /// `verify=` method (None for `0`).
     pub verify: Option<String>,
+    /// `do_verify` (default true): the read-back after the writes.
+    pub do_verify: bool,
+    /// `verify_only`: the writes are a dry run, only the reads issued.
+    pub verify_only: bool,
+    /// `verify_backlog` (0: none) and `verify_backlog_batch` (0: the backlog).
+    pub verify_backlog: u64,
+    /// `verify_backlog_batch` (0: the backlog).
+    pub verify_batch: u64,
+    /// `experimental_verify`.
+    pub experimental_verify: bool,
     /// `write_bw_log`: Some(prefix) when enabled ("" when bare).
     pub write_bw_log: Option<String>,
     /// `write_lat_log`.
@@ -891,6 +901,11 @@ pub(crate) fn build_job(
             None | Some("0") => None,
             Some(v) => Some(v.to_string()),
         },
+        do_verify: st.flag("do_verify"),
+        verify_only: st.flag("verify_only"),
+        verify_backlog: u64c(st.int("verify_backlog")),
+        verify_batch: u64c(st.int("verify_batch")),
+        experimental_verify: st.flag("experimental_verify"),
         write_bw_log: log("write_bw_log", "bw_log_file"),
         write_lat_log: log("write_lat_log", "lat_log_file"),
         write_iops_log: log("write_iops_log", "iops_log_file"),
