@@ -173,6 +173,26 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         ("randseed", one("rw=randread\ndirect=1\n"), "randseed=7"),
         ("verify", one("rw=randwrite\n"), "verify=crc32c"),
         (
+            "zonemode",
+            one("direct=1\n"),
+            "zonemode=strided\nzonesize=16k\nzonerange=64k",
+        ),
+        (
+            "zonesize",
+            one("direct=1\nzonemode=strided\nzonesize=16k\nzonerange=64k\n"),
+            "zonesize=32k",
+        ),
+        (
+            "zonerange",
+            one("direct=1\nzonemode=strided\nzonesize=16k\n"),
+            "zonerange=64k",
+        ),
+        (
+            "zoneskip",
+            one("direct=1\nzonemode=strided\nzonesize=16k\n"),
+            "zoneskip=16k",
+        ),
+        (
             "do_verify",
             one("rw=randwrite\nverify=crc32c\n"),
             "do_verify=0",

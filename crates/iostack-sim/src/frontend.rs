@@ -1181,6 +1181,70 @@ fn verify_of(
     }))
 }
 
+/// fio's `zonemode=strided` with `zonesize`, `zonerange` (default the
+/// size) and `zoneskip` (fio's `fixup_options` checks). Simulated for one
+/// block size, one direction, one file, uniform offsets; refused with
+/// `rw=...:N`, `percentage_random`, a zone count (`Nz`) for the skip, or a
+/// range longer than the job's size.
+fn strided_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::workload::Strided>, SimError> {
+    match j.zone_mode.as_str() {
+        "none" if j.zone_size > 0 => {
+            let msg = "fio: --zonemode=none and --zonesize are not compatible".to_string();
+            return Err(at.err(Some("zonesize"), msg));
+        }
+        "strided" if j.zone_size == 0 => {
+            let msg = "fio: --zonesize must be specified when using --zonemode=strided";
+            return Err(at.err(Some("zonemode"), msg.to_string()));
+        }
+        "strided" => {}
+        "zbd" => {
+            let why = "zbd (zoned block devices) is not modelled yet";
+            return Err(at.refuse("zonemode", why));
+        }
+        _ => return Ok(None),
+    }
+    let range = if j.zone_range > 0 {
+        j.zone_range
+    } else {
+        j.zone_size
+    };
+    let skip = match j.zone_skip {
+        iostack_workload::Amount::Bytes(b) => b,
+        _ => {
+            let why = "a zone count or percentage with zonemode=strided is not modelled yet";
+            return Err(at.refuse("zoneskip", why));
+        }
+    };
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let (r, w) = (j.rw.kind.reads(), j.rw.kind.writes());
+    let bs = if w { j.bs.write } else { j.bs.read };
+    let odd = bs == 0 || range % bs != 0 || j.zone_size % bs != 0;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    let perc = j.perc_random.read.min(j.perc_random.write) < 100;
+    if varies || (r && w) || nfiles(j) > 1 || odd || !uniform || perc || range > size {
+        let why = "strided zones with varied block sizes, both directions, several files, \
+                   a non-uniform distribution, percentage_random, zones not whole blocks \
+                   or a zonerange past the size are not modelled yet";
+        return Err(at.refuse("zonemode", why));
+    }
+    if j.rw.modifier.is_some() {
+        let why = "strided zones with rw=...:N are not modelled yet";
+        return Err(at.refuse("zonemode", why));
+    }
+    Ok(Some(crate::workload::Strided {
+        size: j.zone_size,
+        range,
+        skip,
+    }))
+}
+
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
 /// in `pacing_fits`).
 fn think_of(j: &iostack_workload::JobSpec) -> crate::workload::ThinkTime {
@@ -1582,6 +1646,7 @@ fn fio_job_procs(
             },
             rand_gen: rand_gen_of(j, out.procs.len() as u64 + 1, &at)?,
             verify: verify_of(j, pattern, engine, diskless, &at)?,
+            strided: strided_of(j, size, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

@@ -244,6 +244,18 @@ pub struct ProcSpec {
     /// fio's `verify` with `do_verify` on a job that writes: the read-back
     /// (`crate::verify`); None: no verification I/O.
     pub verify: Option<crate::verify::Verify>,
+    /// fio's `zonemode=strided` (None: no zones).
+    pub strided: Option<Strided>,
+}
+
+/// fio's `zonemode=strided` (`setup_strided_zone_mode`, io_u.c): `size`
+/// bytes of I/O in each zone of `range` bytes, then `skip` bytes on; past
+/// the end of the file, from the job's offset again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strided {
+    pub size: u64,
+    pub range: u64,
+    pub skip: u64,
 }
 
 /// fio's `random_generator` for a process's uniform random offsets.
@@ -376,6 +388,9 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(v) = &self.verify {
             d.field("verify", v);
         }
+        if let Some(z) = &self.strided {
+            d.field("strided", z);
+        }
         if let Some(w) = &self.exit_what {
             d.field("exit_what", w);
         }
@@ -471,6 +486,7 @@ impl ProcSpec {
             randseed: RandSeed::Repeat,
             rand_gen: RandGen::Streams,
             verify: None,
+            strided: None,
         }
     }
 }

@@ -150,6 +150,14 @@ pub(crate) struct Proc {
     nblocks: u64,
     /// fio's verify log and phase (`verify=`).
     pub(crate) vlog: Option<crate::verify::VerifyLog>,
+    /// `zonemode=strided`: `td->zone_bytes`, the zone's start
+    /// (`f->file_offset`) relative to the job's offset, and the file's size
+    /// (`f->real_file_size`) likewise.
+    zone_bytes: u64,
+    zone_base: u64,
+    zone_limit: u64,
+    /// The file is done (`get_next_offset` failed: fio marks it done).
+    eof: bool,
     seq_next: u64,
     /// A rewrite's block just read, to be written back next.
     rewrite_at: Option<u64>,
@@ -776,6 +784,9 @@ impl Simulation {
         if !matches!(spec.pattern, Pattern::Random { .. }) {
             return Ok(None);
         }
+        // zonemode=strided: init_random_map's blocks are the zone's.
+        let bs = spec.bs[0].min(spec.bs[1]).max(1);
+        let nblocks = spec.strided.map_or(nblocks, |z| (z.range / bs).max(1));
         let s = s.unwrap_or_else(|| Rng::stream(seed, &format!("{label}/lfsr")).next_u64());
         crate::lfsr::Lfsr::new(nblocks, s).map(Some).ok_or_else(|| {
             SimError(format!(
@@ -895,6 +906,10 @@ impl Simulation {
                 lfsr: self.lfsr_of(&spec, seed, &label, nblocks)?,
                 nblocks,
                 vlog: spec.verify.as_ref().map(crate::verify::VerifyLog::new),
+                zone_bytes: 0,
+                zone_base: 0,
+                zone_limit: size.max(spec.offset.saturating_add(spec.region)) - spec.offset,
+                eof: false,
                 seq_next: 0,
                 rewrite_at: None,
                 bytes_issued: 0,
@@ -1195,7 +1210,7 @@ impl Simulation {
     }
 
     fn has_work(&self, p: &Proc, now: Instant) -> bool {
-        if p.terminate {
+        if p.terminate || p.eof {
             return false;
         }
         if let Some(rt) = p.spec.runtime {
@@ -1417,7 +1432,23 @@ impl Simulation {
             let bs = p.spec.bs[dir as usize];
             (bs, 0, bs)
         };
-        let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
+        let zoned_rel = if p.spec.strided.is_some() {
+            let Some(rel) = strided_rel(p, bs) else {
+                // get_next_offset failed: the file is done.
+                p.eof = true;
+                if p.inflight == 0 {
+                    self.finish_proc(pi, now);
+                } else {
+                    self.tasks.block(TaskId(pi), Blocked::OnIo);
+                }
+                return;
+            };
+            Some(rel)
+        } else {
+            None
+        };
+        let seq =
+            p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir) && zoned_rel.is_none();
         // get_next_seq_offset: after the first I/O, `rw=...:N` holes add N.
         if seq && p.seq_next > 0 {
             p.seq_next = p.seq_next.saturating_add(p.spec.seq_add);
@@ -1443,6 +1474,7 @@ impl Simulation {
                 p.spec.seq_identical || p.last_end[dir as usize] + bs <= p.spec.region
             };
         let rel = match p.spec.pattern {
+            _ if zoned_rel.is_some() => zoned_rel.unwrap_or(0),
             _ if p.spec.rewrite && dir == Dir::Write => p.rewrite_at.take().expect("read first"),
             _ if p.spec.rewrite => {
                 if p.seq_next + bs > p.spec.region {
@@ -2246,6 +2278,59 @@ fn next_lfsr_block(p: &mut Proc) -> u64 {
     }
     l.reset();
     l.next().unwrap_or(0)
+}
+
+/// fio's `setup_strided_zone_mode` then `get_next_offset` for a job with
+/// `zonemode=strided` (one block size, one direction): the I/O's offset
+/// relative to the job's, or None when fio's offset check fails (at or
+/// past the file's end: the file is done).
+fn strided_rel(p: &mut Proc, bs: u64) -> Option<u64> {
+    let z = p.spec.strided?;
+    if p.zone_bytes >= z.size {
+        // A new zone; past the file's end, the first again.
+        p.zone_bytes = 0;
+        p.zone_base = p.zone_base.saturating_add(z.range).saturating_add(z.skip);
+        if p.zone_base >= p.zone_limit {
+            p.zone_base = 0;
+        }
+        p.seq_next = 0;
+    }
+    // zonesize > zonerange: the same zone again.
+    if p.seq_next >= z.range {
+        p.seq_next = 0;
+    }
+    if p.zone_bytes % z.range == 0 {
+        // fio_file_reset: positions, random map and LFSR.
+        p.seq_next = 0;
+        let blocks = (z.range / bs).max(1);
+        p.randmap.iter_mut().for_each(|w| *w = 0);
+        p.randmap_full.iter_mut().for_each(|w| *w = 0);
+        p.randmap_left = blocks;
+        if let Some(l) = p.lfsr.as_mut() {
+            l.reset();
+        }
+    }
+    let in_zone = match p.spec.pattern {
+        Pattern::Sequential => {
+            // get_next_seq_offset: last_pos must be inside the file.
+            if p.zone_base + p.seq_next >= p.zone_limit {
+                return None;
+            }
+            let r = p.seq_next;
+            p.seq_next += bs;
+            r
+        }
+        Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
+        Pattern::Random { norandommap: true } => p.rng_off.below((z.range / bs).max(1)) * bs,
+        Pattern::Random { .. } => next_random_block(p, (z.range / bs).max(1)) * bs,
+    };
+    // `offset >= f->io_size`, then past the file's end.
+    let rel = p.zone_base + in_zone;
+    if in_zone >= p.spec.region || rel.saturating_add(bs) > p.zone_limit {
+        return None;
+    }
+    p.zone_bytes += bs;
+    Some(rel)
 }
 
 fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {

@@ -36,7 +36,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "filesize=1m-2m",
         "fsync_on_close=1",
         "ramp_time=2s",
-        "zonemode=strided",
         "ioscheduler=deadline",
         "write_hist_log=x",
         "log_max_value=1",
@@ -979,4 +978,47 @@ fn verify_reads_back_what_was_written_in_fios_order() {
     assert_eq!(only, w.iter().map(|&b| ('r', b)).collect::<Vec<_>>());
     let (msg, _, option) = refuse(&format!("{base}direct=1\n"));
     assert_eq!(option.as_deref(), Some("verify"), "{msg}");
+}
+
+/// `zonemode=strided`: the offsets real fio 3.33 issues (its
+/// `write_iolog`, blocks of 4 KiB) for sequential zones with a skip, a
+/// zonesize larger than the zonerange (the zone again), and random zones
+/// with the LFSR (reset at each zone); `zonesize` without the mode is
+/// fio's error.
+#[test]
+fn strided_zones_issue_fios_offsets() {
+    let job = |extra: &str| {
+        let text = format!(
+            "[z]\nfilename=/mnt/test/zf\nbs=4k\ndirect=1\nzonemode=strided\n{}\n",
+            extra.replace(' ', "\n")
+        );
+        file_offsets(&text)
+            .into_iter()
+            .map(|f| f.1 / 4096)
+            .collect::<Vec<u64>>()
+    };
+    let pass: Vec<u64> = (0..8).flat_map(|z| [z * 8, z * 8 + 1]).collect();
+    let skip = job("rw=read zonesize=8k zonerange=16k zoneskip=16k size=256k");
+    assert_eq!(skip, pass.repeat(4));
+    let again = job("rw=read zonesize=24k zonerange=8k size=64k");
+    assert_eq!(again, [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5]);
+    let lfsr =
+        job("rw=randread zonesize=8k zonerange=32k size=256k io_size=64k random_generator=lfsr");
+    let fio = [3, 2, 11, 10, 19, 18, 27, 26, 35, 34, 43, 42, 51, 50, 59, 58];
+    assert_eq!(lfsr, fio);
+    let lfsr =
+        job("rw=randread zonesize=48k zonerange=32k size=256k io_size=96k random_generator=lfsr");
+    let fio = [
+        3, 2, 5, 1, 0, 4, 6, 7, 3, 2, 5, 1, 11, 10, 13, 9, 8, 12, 14, 15, 11, 10, 13, 9,
+    ];
+    assert_eq!(lfsr, fio);
+    // The random map: each zone's blocks once per pass of its range.
+    let map = job("rw=randread zonesize=32k zonerange=32k size=256k io_size=64k");
+    let mut z0: Vec<u64> = map[..8].to_vec();
+    z0.sort_unstable();
+    assert_eq!(z0, (0..8).collect::<Vec<u64>>());
+    assert!(map[8..].iter().all(|b| (8..16).contains(b)), "{map:?}");
+    let (msg, _, option) = refuse("[j]\nrw=read\nsize=1m\nzonesize=8k\n");
+    assert_eq!(option.as_deref(), Some("zonesize"), "{msg}");
+    assert!(msg.contains("not compatible"), "{msg}");
 }

@@ -535,6 +535,14 @@ pub struct JobSpec {
     pub scramble_buffers: bool,
     /// `verify=` method (None for `0`).
     pub verify: Option<String>,
+    /// `zonemode=` (`none`, `strided`, `zbd`).
+    pub zone_mode: String,
+    /// `zonesize`, `zonerange` (0: unset).
+    pub zone_size: u64,
+    /// `zonerange` (0: unset).
+    pub zone_range: u64,
+    /// `zoneskip`: bytes, or zones (`Nz`).
+    pub zone_skip: Amount,
     /// `do_verify` (default true): the read-back after the writes.
     pub do_verify: bool,
     /// `verify_only`: the writes are a dry run, only the reads issued.
@@ -901,6 +909,10 @@ pub(crate) fn build_job(
             None | Some("0") => None,
             Some(v) => Some(v.to_string()),
         },
+        zone_mode: st.choice("zone_mode").unwrap_or("none").to_string(),
+        zone_size: u64c(st.int("zone_size")),
+        zone_range: u64c(st.int("zone_range")),
+        zone_skip: Amount::from_scalar(st.num("zone_skip")[0]),
         do_verify: st.flag("do_verify"),
         verify_only: st.flag("verify_only"),
         verify_backlog: u64c(st.int("verify_backlog")),
