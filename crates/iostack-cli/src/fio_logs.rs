@@ -138,6 +138,9 @@ impl Log {
 /// The logs of one job (one fio thread).
 pub struct JobLogs {
     logs: Vec<Log>,
+    /// `disable_bw_measurement`: no per-I/O bandwidth sample (fio's
+    /// `account_io_completion` skips `add_bw_sample`).
+    no_bw: bool,
     /// The first write error, reported when the run ends.
     error: Option<String>,
 }
@@ -179,7 +182,11 @@ impl JobLogs {
         for (kind, prefix) in kinds {
             logs.push(Self::open_one(l, kind, &prefix, number)?);
         }
-        Ok(Some(JobLogs { logs, error: None }))
+        Ok(Some(JobLogs {
+            logs,
+            no_bw: m.disable[3],
+            error: None,
+        }))
     }
 
     fn open_one(l: &LogMeta, kind: Kind, prefix: &str, number: u32) -> Result<Log, String> {
@@ -239,7 +246,7 @@ impl JobLogs {
                     Some(s) => s,
                     None => continue,
                 },
-                Kind::Bw if l.avg_msec == 0 => per_io_bw(io.bytes, io.clat_ns),
+                Kind::Bw if l.avg_msec == 0 && !self.no_bw => per_io_bw(io.bytes, io.clat_ns),
                 Kind::Iops if l.avg_msec == 0 => 1,
                 Kind::Bw | Kind::Iops => continue,
             };

@@ -49,6 +49,13 @@ fn job_stats(m: &JobMeta) -> JobStats {
     j.clat_percentiles = m.clat_percentiles;
     j.lat_percentiles = m.lat_percentiles;
     j.slat_percentiles = m.slat_percentiles;
+    let [lat, clat, slat, bw] = m.disable;
+    j.disable = iostack_report::fio::Disable {
+        lat,
+        clat,
+        slat,
+        bw,
+    };
     if !m.percentile_list.is_empty() {
         j.percentile_list = m.percentile_list.clone();
         j.percentile_precision = m.percentile_precision;

@@ -143,6 +143,8 @@ pub struct JobMeta {
     /// `percentile_list` (empty: fio's default) and its print precision.
     pub percentile_list: Vec<f64>,
     pub percentile_precision: u32,
+    /// `disable_lat`, `disable_clat`, `disable_slat`, `disable_bw_measurement`.
+    pub disable: [bool; 4],
     /// `unit_base=1`: bandwidth in bits.
     pub unit_bits: bool,
     /// Windows of the report's bandwidth and IOPS samples, ms (fio's
@@ -223,6 +225,7 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
         slat_percentiles: j.slat_percentiles && !j.disable_slat,
         percentile_list: j.percentile_list.clone(),
         percentile_precision: j.percentile_precision,
+        disable: [j.disable_lat, j.disable_clat, j.disable_slat, j.disable_bw],
         unit_bits: j.unit_base == 1,
         bw_avg_msec: stat_window(j.write_bw_log.is_some(), j.bw_avg_time, j.log_avg_msec),
         iops_avg_msec: stat_window(j.write_iops_log.is_some(), j.iops_avg_time, j.log_avg_msec),

@@ -592,6 +592,8 @@ pub struct JobSpec {
     pub gtod_reduce: bool,
     /// `disable_lat` (also set by gtod_reduce).
     pub disable_lat: bool,
+    /// `disable_bw_measurement` (also set by gtod_reduce).
+    pub disable_bw: bool,
     /// The job's own options, in file order, as written.
     pub options: Vec<OptionEntry>,
     /// How many of [`crate::JobFile::global_options`] were in effect for this job
@@ -947,6 +949,7 @@ pub(crate) fn build_job(
         percentile_precision: u32c(st.int("percentile_precision")),
         gtod_reduce: st.flag("gtod_reduce"),
         disable_lat: st.flag("disable_lat"),
+        disable_bw: st.flag("disable_bw"),
         options: section.options.clone(),
         global_options_applied: globals,
     })

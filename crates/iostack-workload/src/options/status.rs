@@ -490,10 +490,14 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("significant_figures", Out, "report only"),
     ("disk_util", Out, "report only"),
     ("gtod_reduce", Out, "report only"),
-    ("disable_lat", Out, "report only"),
-    ("disable_clat", Out, "report only"),
-    ("disable_slat", Out, "report only"),
-    ("disable_bw_measurement", Out, "report only"),
+    ("disable_lat", Out, "no lat samples: its report lines and log, as fio"),
+    ("disable_clat", Out, "no clat samples: its report lines, lat buckets, sync latencies and log"),
+    ("disable_slat", Out, "no slat samples: its report lines and log"),
+    (
+        "disable_bw_measurement",
+        Out,
+        "no per-I/O bandwidth samples (bw log without log_avg_msec), as fio 3.33",
+    ),
     ("gtod_cpu", Out, "the simulated clock costs nothing"),
     ("unified_rw_reporting", Out, "report only"),
     (
