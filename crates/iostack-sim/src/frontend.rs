@@ -171,6 +171,12 @@ pub struct LogMeta {
     pub per_job: bool,
     /// `log_offset`.
     pub offset: bool,
+    /// `write_hist_log` prefix, `log_hist_msec`, `log_hist_coarseness`.
+    pub hist: Option<String>,
+    pub hist_msec: u32,
+    pub hist_coarseness: u32,
+    /// `log_max_value`: averaged entries are the window's maximum.
+    pub log_max: bool,
     /// `disable_lat`, `disable_clat`, `disable_slat`: no such log.
     pub disable: [bool; 3],
     /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
@@ -242,6 +248,10 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
                 .map_or(j.log_avg_msec, |t| t.min(j.log_avg_msec)),
             per_job: j.per_job_logs,
             offset: j.log_offset,
+            hist: log_prefix(&j.write_hist_log, &j.name),
+            hist_msec: j.log_hist_msec,
+            hist_coarseness: j.log_hist_coarseness,
+            log_max: j.log_max,
             disable: [j.disable_lat, j.disable_clat, j.disable_slat],
             prio_rt: j.prioclass == Some(1),
         },
@@ -974,6 +984,12 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     if j.startdelay_high_ns != j.startdelay_ns {
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
+    }
+    if j.write_hist_log.is_some() && j.log_hist_coarseness > 10 {
+        // fio's flush_hist_samples would read past its 1856 bins.
+        let msg = "above 10 (bins merged more than 1024 at a time, past fio's 1856) is refused"
+            .to_string();
+        return Err(at.err(Some("log_hist_coarseness"), msg));
     }
     if j.fsync > 0 && j.fdatasync > 0 {
         let msg =

@@ -37,8 +37,6 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "fsync_on_close=1",
         "ramp_time=2s",
         "ioscheduler=deadline",
-        "write_hist_log=x",
-        "log_max_value=1",
         "log_prio=1",
     ];
     for opt in cases {

@@ -559,6 +559,14 @@ pub struct JobSpec {
     pub write_lat_log: Option<String>,
     /// `write_iops_log`.
     pub write_iops_log: Option<String>,
+    /// `write_hist_log`.
+    pub write_hist_log: Option<String>,
+    /// `log_hist_msec` (0: no histogram entries).
+    pub log_hist_msec: u32,
+    /// `log_hist_coarseness` (bins merged 2^N at a time).
+    pub log_hist_coarseness: u32,
+    /// `log_max_value`: averaged log entries carry the window's maximum.
+    pub log_max: bool,
     /// `log_avg_msec=`.
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
@@ -923,6 +931,10 @@ pub(crate) fn build_job(
         write_bw_log: log("write_bw_log", "bw_log_file"),
         write_lat_log: log("write_lat_log", "lat_log_file"),
         write_iops_log: log("write_iops_log", "iops_log_file"),
+        write_hist_log: log("write_hist_log", "hist_log_file"),
+        log_hist_msec: u32c(st.int("log_hist_msec")),
+        log_hist_coarseness: u32c(st.int("log_hist_coarseness")),
+        log_max: st.flag("log_max"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
         bw_avg_time: st
