@@ -664,8 +664,15 @@ impl Simulation {
             .strip_prefix(&format!("{}/", m.mount))
             .unwrap_or(path)
             .to_string();
+        let need = spec.offset.saturating_add(spec.region);
         let ino = match self.fs.lookup(&name) {
             Some(ino) if !spec.fresh => ino,
+            // fio's setup_files (all jobs', in order, before any runs:
+            // create_serialize): a file an earlier job made long enough
+            // needs no extend_file, so a write job does not unlink it.
+            Some(ino) if spec.more_files.is_empty() && self.fs.get_block().i_size(ino) >= need => {
+                ino
+            }
             Some(_) => {
                 return Err(SimError(format!(
                     "{}: {path}: a write job creates its file afresh, but \
@@ -802,10 +809,13 @@ impl Simulation {
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
             let mut laid_out = None;
+            let mut reused = false;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
                     let (backing, made) = self.file_backing(&spec, path, *size, *goal, &m)?;
                     laid_out = made;
+                    // A write job's file found made: no creation to journal.
+                    reused = spec.fresh && made.is_none();
                     backing
                 }
                 // Nothing is read or written: a raw backing the size of the
@@ -940,7 +950,7 @@ impl Simulation {
                 last_start: [0, 0],
                 seq_left: spec.seq_nr,
                 osync_op: None,
-                created: false,
+                created: reused,
                 osync24: Default::default(),
                 jwait: false,
                 jflush: false,

@@ -1020,3 +1020,36 @@ fn strided_zones_issue_fios_offsets() {
     assert_eq!(option.as_deref(), Some("zonesize"), "{msg}");
     assert!(msg.contains("not compatible"), "{msg}");
 }
+
+/// A write job whose file an earlier job of the file laid out long enough
+/// writes into it (fio's `setup_files` needs no `extend_file`, so nothing is
+/// unlinked): ssd-test.fio's seq-write after seq-read. Too short, it is
+/// still refused.
+#[test]
+fn a_write_job_reuses_a_file_an_earlier_job_laid_out() {
+    let text = "[global]\nfilename=/mnt/test/s\nbs=4k\ndirect=1\nsize=64k\n\
+                [r]\nrw=read\n[w]\nstonewall\nrw=write\n";
+    let v = file_offsets(text);
+    assert_eq!(v.len(), 32);
+    assert!(v.iter().all(|f| f.0 == "s"));
+    let (r, w) = v.split_at(16);
+    assert_eq!(r, w, "the writes go to the blocks the reads read");
+    let short = text.replace("[w]\nstonewall\n", "[w]\nstonewall\nsize=128k\n");
+    let m = machine::preset("null").unwrap();
+    let procs = fio_procs_from_text("job.fio", &short, &m).unwrap().procs;
+    let tunables = iostack_core::Tunables::new(
+        iostack_core::Profile::parse("2.6.32").unwrap(),
+        &iostack_sim::tunable_tables(),
+    );
+    let cfg = iostack_sim::SimConfig {
+        scheduler: m.scheduler.clone(),
+        machine: m,
+        tunables,
+        seed: iostack_des::Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    };
+    let err = iostack_sim::Simulation::new(cfg).err().expect("refused");
+    assert!(err.to_string().contains("afresh"), "{err}");
+}
