@@ -1117,22 +1117,17 @@ fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], 
 /// 3.33 makes it (`crate::lfsr::block_seed`). The LFSR serves uniform random
 /// offsets in blocks of one size; with varied or per-direction sizes, a
 /// `blockalign`, or a non-uniform distribution it is refused.
-/// `tausworthe64` is refused: the simulator's streams are not fio's
-/// tausworthe, whose 32- or 64-bit width would be all it changes.
+/// `tausworthe64` is fio's generator from the same seed (`crate::taus`),
+/// under the same conditions. The default `tausworthe` is the simulator's
+/// own offset stream (statistically fio's, not its sequence).
 fn rand_gen_of(
     j: &iostack_workload::JobSpec,
     thread_number: u64,
     at: &JobAt,
 ) -> Result<crate::workload::RandGen, SimError> {
     use iostack_workload::RandomGenerator as G;
-    match j.random_generator {
-        G::Tausworthe => return Ok(crate::workload::RandGen::Streams),
-        G::Tausworthe64 => {
-            let msg = "tausworthe64 is not modelled yet (the simulator's offset streams are \
-                       its own, not fio's tausworthe)";
-            return Err(at.refuse("random_generator", msg));
-        }
-        G::Lfsr => {}
+    if j.random_generator == G::Tausworthe {
+        return Ok(crate::workload::RandGen::Streams);
     }
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     let uniform = matches!(
@@ -1141,8 +1136,8 @@ fn rand_gen_of(
     );
     let aligned = j.blockalign.read == j.min_bs.read && j.blockalign.write == j.min_bs.write;
     if varies || j.bs.read != j.bs.write || !uniform || !aligned {
-        let msg = "lfsr with varied or per-direction block sizes, blockalign, or a \
-                   non-uniform random_distribution is not modelled yet";
+        let msg = "lfsr or tausworthe64 with varied or per-direction block sizes, \
+                   blockalign, or a non-uniform random_distribution is not modelled yet";
         return Err(at.refuse("random_generator", msg));
     }
     let seed = match (j.randrepeat, j.randseed) {
@@ -1150,7 +1145,11 @@ fn rand_gen_of(
         (false, Some(s)) => Some(crate::lfsr::block_seed(thread_number, false, s)),
         (false, None) => None,
     };
-    Ok(crate::workload::RandGen::Lfsr(seed))
+    Ok(if j.random_generator == G::Lfsr {
+        crate::workload::RandGen::Lfsr(seed)
+    } else {
+        crate::workload::RandGen::Tausworthe64(seed)
+    })
 }
 
 /// fio's verification of a job that writes (`verify=` other than 0 with
@@ -1247,10 +1246,11 @@ fn strided_of(
         iostack_workload::RandomDistribution::Random
     );
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
-    if varies || (r && w) || nfiles(j) > 1 || odd || !uniform || perc || range > size {
+    let taus = j.random_generator == iostack_workload::RandomGenerator::Tausworthe64;
+    if varies || (r && w) || nfiles(j) > 1 || odd || !uniform || perc || range > size || taus {
         let why = "strided zones with varied block sizes, both directions, several files, \
-                   a non-uniform distribution, percentage_random, zones not whole blocks \
-                   or a zonerange past the size are not modelled yet";
+                   a non-uniform distribution, percentage_random, tausworthe64, zones not \
+                   whole blocks or a zonerange past the size are not modelled yet";
         return Err(at.refuse("zonemode", why));
     }
     if j.rw.modifier.is_some() {

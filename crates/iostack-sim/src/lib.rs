@@ -29,6 +29,7 @@ mod runend;
 mod startq;
 pub mod stats;
 mod task;
+mod taus;
 pub mod tools;
 pub mod verify;
 pub mod workload;

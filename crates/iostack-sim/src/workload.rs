@@ -270,6 +270,11 @@ pub enum RandGen {
     /// the run's seed, as `randrepeat=0` without `randseed` draws fio's
     /// from the entropy pool). No random map: each block once per pass.
     Lfsr(Option<u64>),
+    /// `tausworthe64`: fio's 64-bit Tausworthe generator (`crate::taus`)
+    /// from this seed (fio's `random_state`; None: drawn from the run's
+    /// seed), with fio's arithmetic for the block: the offsets real fio
+    /// issues, random map or not.
+    Tausworthe64(Option<u64>),
 }
 
 /// The seed of a process's random streams.

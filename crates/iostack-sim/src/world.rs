@@ -147,6 +147,8 @@ pub(crate) struct Proc {
     randmap_left: u64,
     /// fio's LFSR of the file (`random_generator=lfsr`), in place of the map.
     lfsr: Option<crate::lfsr::Lfsr>,
+    /// fio's `random_state` with `random_generator=tausworthe64`.
+    taus: Option<crate::taus::Taus258>,
     nblocks: u64,
     /// fio's verify log and phase (`verify=`).
     pub(crate) vlog: Option<crate::verify::VerifyLog>,
@@ -914,6 +916,14 @@ impl Simulation {
                 randmap,
                 randmap_left: nblocks,
                 lfsr: self.lfsr_of(&spec, seed, &label, nblocks)?,
+                taus: match spec.rand_gen {
+                    crate::workload::RandGen::Tausworthe64(s) => {
+                        Some(crate::taus::Taus258::new(s.unwrap_or_else(|| {
+                            Rng::stream(seed, &format!("{label}/taus")).next_u64()
+                        })))
+                    }
+                    _ => None,
+                },
                 nblocks,
                 vlog: spec.verify.as_ref().map(crate::verify::VerifyLog::new),
                 zone_bytes: 0,
@@ -1526,10 +1536,16 @@ impl Simulation {
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
+                let drawn = match p.taus.as_mut() {
+                    // fio's double arithmetic can give lastb itself (r
+                    // rounded up to 2^64), past the file: the last block.
+                    Some(t) => crate::taus::fio_block(blocks, t.next()).min(blocks - 1),
+                    None => p.rng_off.below(blocks),
+                };
                 let b = if norandommap {
-                    p.rng_off.below(blocks)
+                    drawn
                 } else {
-                    next_random_block(p, blocks)
+                    next_random_block(p, blocks, drawn)
                 };
                 b * bs
             }
@@ -2332,7 +2348,11 @@ fn strided_rel(p: &mut Proc, bs: u64) -> Option<u64> {
         }
         Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
         Pattern::Random { norandommap: true } => p.rng_off.below((z.range / bs).max(1)) * bs,
-        Pattern::Random { .. } => next_random_block(p, (z.range / bs).max(1)) * bs,
+        Pattern::Random { .. } => {
+            let blocks = (z.range / bs).max(1);
+            let drawn = p.rng_off.below(blocks);
+            next_random_block(p, blocks, drawn) * bs
+        }
     };
     // `offset >= f->io_size`, then past the file's end.
     let rel = p.zone_base + in_zone;
@@ -2343,14 +2363,17 @@ fn strided_rel(p: &mut Proc, bs: u64) -> Option<u64> {
     Some(rel)
 }
 
-fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
+/// fio's random map at block `drawn` (a draw below `blocks`): the block if
+/// free, else `axmap_next_free` (the next free one after it, wrapping); a
+/// full map starts a new pass.
+fn next_random_block(p: &mut Proc, blocks: u64, drawn: u64) -> u64 {
     let blocks = blocks.min(p.nblocks);
     if p.randmap_left == 0 {
         p.randmap.iter_mut().for_each(|w| *w = 0);
         p.randmap_full.iter_mut().for_each(|w| *w = 0);
         p.randmap_left = blocks;
     }
-    let b = p.rng_off.below(blocks);
+    let b = drawn.min(blocks - 1);
     let words = blocks.div_ceil(64) as usize;
     let (mut w, bit) = ((b / 64) as usize, b % 64);
     // Free bits of word w at or after `bit`; blocks past the end count as used.
@@ -2394,7 +2417,8 @@ fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
             // beyond: fio's offset check fails and the pass ends
             // (`get_next_rand_block` → `fio_file_reset`), so start a new pass.
             p.randmap_left = 0;
-            return next_random_block(p, blocks);
+            let drawn = p.rng_off.below(blocks);
+            return next_random_block(p, blocks, drawn);
         };
         w = nw;
         free = free_in(&p.randmap, w, 0);

@@ -1053,3 +1053,36 @@ fn a_write_job_reuses_a_file_an_earlier_job_laid_out() {
     let err = iostack_sim::Simulation::new(cfg).err().expect("refused");
     assert!(err.to_string().contains("afresh"), "{err}");
 }
+
+/// `random_generator=tausworthe64`: fio's generator, seed and block
+/// arithmetic give the blocks real fio 3.33 reads (`write_iolog`) for a 1
+/// MiB random-read job, without the random map and with it (a taken block
+/// moves to the next free one, `axmap_next_free`, wrapping at the end).
+#[test]
+fn tausworthe64_issues_the_offsets_fio_issues() {
+    let job = |extra: &str| {
+        let text = format!(
+            "[a]\ndirectory=/mnt/test\nsize=1m\nbs=4k\nrw=randread\ndirect=1\n\
+             random_generator=tausworthe64\n{extra}"
+        );
+        file_offsets(&text)
+            .into_iter()
+            .map(|f| f.1 / 4096)
+            .collect::<Vec<u64>>()
+    };
+    let free = job("norandommap\n");
+    let fio = [
+        240, 6, 20, 25, 135, 6, 112, 85, 217, 194, 158, 25, 225, 207, 242, 31,
+    ];
+    assert_eq!(free[..16], fio);
+    let map = job("");
+    let fio = [
+        240, 6, 20, 25, 135, 7, 112, 85, 217, 194, 158, 26, 225, 207, 242, 31,
+    ];
+    assert_eq!(map[..16], fio);
+    let tail = [202, 1, 3, 5, 36, 37, 39];
+    assert_eq!(map[256 - tail.len()..], tail);
+    let mut all = map.clone();
+    all.sort_unstable();
+    assert_eq!(all, (0..256).collect::<Vec<u64>>());
+}

@@ -142,7 +142,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "random_generator",
         Sim,
-        "lfsr: fio's LFSR and seed, the offsets real fio issues (one block size, uniform); tausworthe64 refused",
+        "lfsr, tausworthe64: fio's generator and seed, the offsets real fio issues (one block size, uniform)",
     ),
     (
         "random_distribution",
