@@ -288,7 +288,12 @@ impl Simulation {
         if self.tasks.kind(task) == TaskKind::KernelThread(KThread::Kjournald) {
             return false;
         }
-        let last = self.tasks.get_mut(task).pending.back_mut().expect("just queued");
+        let last = self
+            .tasks
+            .get_mut(task)
+            .pending
+            .back_mut()
+            .expect("just queued");
         let EndIo::PageCache { bio: tag } = last.owner.end_io else {
             return false;
         };
