@@ -70,12 +70,12 @@ impl RequestQueue {
         r.sectors += k * ps;
         r.segments += k * pseg;
         r.ioprio = r.ioprio.min(run.ioprio);
-        // elv_merged_request after each bio: the elevator's hook (a back merge
-        // moves no sort key), and elv_rqhash_reposition, of which only the
-        // last key stays.
-        for _ in 0..k {
-            self.elv.merged(&self.rqs, rq, MergeKind::Back);
-        }
+        // elv_merged_request after each bio: the elevator's hook, which every
+        // 2.6 scheduler leaves alone for a back merge (noop has none;
+        // deadline_merged_request, as_merged_request and cfq_merged_request
+        // re-sort only on a front merge), so one call stands for the k; and
+        // elv_rqhash_reposition, of which only the last key stays.
+        self.elv.merged(&self.rqs, rq, MergeKind::Back);
         self.rqhash_del_key(old_end, rq);
         self.rqhash_add(rq);
         self.check();
