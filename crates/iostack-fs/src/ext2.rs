@@ -450,6 +450,19 @@ impl Ext2 {
     }
 }
 
+impl Ext2 {
+    /// bdflush or kupdated wrote indirect block `block` of `ino`. They walk
+    /// the dirty list oldest first, which for one inode is allocation order,
+    /// so the dirty blocks stay a suffix of `meta_blocks`: the written one is
+    /// the first dirty one (a block already written elsewhere is ignored).
+    pub fn indirect_written(&mut self, ino: u32, block: u64) {
+        let inode = &mut self.inodes[ino as usize];
+        if inode.meta_blocks.get(inode.meta_clean) == Some(&block) {
+            inode.meta_clean += 1;
+        }
+    }
+}
+
 /// Groups carrying superblock and descriptor backups with sparse_super: 0, 1
 /// and powers of 3, 5 and 7 (`ext2_bg_has_super`, `ext3_bg_has_super`,
 /// `ext4_bg_has_super`).

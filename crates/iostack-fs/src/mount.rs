@@ -99,6 +99,15 @@ pub trait MountedFs {
             self.name()
         )))
     }
+    /// 2.4's metadata buffers of `ino` that `get_block` allocated, in
+    /// allocation order (ext2's indirect blocks; `ext2_alloc_branch` marks
+    /// each dirty with `mark_buffer_dirty_inode`). Empty where not modelled.
+    fn indirect_blocks(&self, _ino: u32) -> &[u64] {
+        &[]
+    }
+    /// Indirect block `block` of `ino` was written by bdflush or kupdated
+    /// (`flush_dirty_buffers`): no longer on the inode's `i_dirty_buffers`.
+    fn indirect_written(&mut self, _ino: u32, _block: u64) {}
     /// What writeback's allocations dirtied since the last call
     /// (`ExtentFs::take_alloc_meta`); ext2/ext3 allocate at `write_begin`.
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
@@ -183,6 +192,15 @@ impl MountedFs for Ext2Fs {
             ));
         }
         Ok(self.fs.osync_inode(ino))
+    }
+    fn indirect_blocks(&self, ino: u32) -> &[u64] {
+        if self.ext3 {
+            return &[];
+        }
+        &self.fs.inode(ino).meta_blocks
+    }
+    fn indirect_written(&mut self, ino: u32, block: u64) {
+        self.fs.indirect_written(ino, block);
     }
     fn write_begin(
         &mut self,

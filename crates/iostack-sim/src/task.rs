@@ -247,6 +247,9 @@ pub(crate) struct Bdflush24 {
     /// kupdate submitted its `sync_old_buffers` pass; once the buffers are out
     /// it runs `tq_disk` and sleeps `interval`.
     pub kupdate_pass: bool,
+    /// Per inode, how many of its indirect blocks (`MountedFs::
+    /// indirect_blocks`, in allocation order) are already on the dirty list.
+    pub indirect_listed: std::collections::BTreeMap<u32, usize>,
 }
 
 /// kblockd's pending work (`kblockd_workqueue`), oldest first.

@@ -186,6 +186,8 @@ pub(crate) struct Proc {
     pub(crate) created: bool,
     /// 2.4's `generic_osync_inode` before the next direct I/O.
     pub(crate) osync24: crate::dio24::Osync24,
+    /// 2.4's `ext2_sync_file` metadata step of the final fsync.
+    pub(crate) fsync24: crate::dio24::Fsync24,
     /// fsync waits in the journal (commit or cache flush).
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
@@ -892,6 +894,7 @@ impl Simulation {
                 osync_op: None,
                 created: false,
                 osync24: Default::default(),
+                fsync24: Default::default(),
                 jwait: false,
                 jflush: false,
                 jbarrier: false,
@@ -1090,6 +1093,8 @@ impl Simulation {
                     self.osync_bio_done(c.owner.task, now);
                     continue;
                 }
+                // end_buffer_io_sync: unlock_buffer, no waiter.
+                EndIo::AsyncBuffer => continue,
                 EndIo::DirectIo { slot } => slot,
             };
             let p = self.proc_of(c.owner.task);
@@ -1569,7 +1574,7 @@ impl Simulation {
         p.result.note_depth(p.inflight);
         let mut plan = std::mem::take(&mut p.slots[slot as usize].plan);
         let first = self.dio_chunk(pi).map_or(len, |c| len.min(c));
-        let r = self.build_plan(pi, dir, offset, first, &mut plan);
+        let r = self.build_plan(pi, dir, offset, first, &mut plan, now);
         let p = &mut self.procs[pi as usize];
         let map_cost = match r {
             Ok(c) => c,
@@ -1644,6 +1649,7 @@ impl Simulation {
         offset: u64,
         len: u64,
         plan: &mut DioPlan,
+        now: Instant,
     ) -> Result<Duration, String> {
         if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
             // fio's null engine (engines/null.c): the I/O is done at once.
@@ -1668,6 +1674,8 @@ impl Simulation {
                 plan,
             )
             .map(|()| {
+                // 2.4: the indirect blocks get_block allocated are dirty.
+                self.list_indirect24(ino, now);
                 // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
                 // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
                 plan.read_sync = !self.cfg.tunables.profile().single_queue();
@@ -1711,7 +1719,7 @@ impl Simulation {
         let (dir, offset, len) = (s.dir, s.offset + at, chunk.min(s.len - at));
         let mut plan = std::mem::take(&mut self.procs[pi as usize].slots[slot as usize].plan);
         let done = plan.bytes;
-        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan) {
+        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan, now) {
             Ok(c) => c,
             Err(e) => {
                 // A later chunk cannot fail where the first did not (the blocks
@@ -2051,6 +2059,9 @@ impl Simulation {
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
+            return;
+        }
+        if self.fsync24_meta(pi, now) {
             return;
         }
         let was_done = self.tasks.blocked(TaskId(pi)) == Blocked::Done;
