@@ -30,6 +30,28 @@ pub trait BlockQueue {
     fn submit_bio(&mut self, now: Instant, bio: Bio, tr: &mut Tracer, out: &mut BlockOut)
         -> Submit;
 
+    /// `submit_bio` of each bio of a run (`BioRun`), in order, as one task
+    /// submits them back to back. Returns how the last one went, and the bios
+    /// not yet submitted when the task must sleep for a request (it submits
+    /// them when woken). A queue may keep the bios that land in one request as
+    /// one record; each completion then covers `CompletedBio::run`.
+    fn submit_bio_run(
+        &mut self,
+        now: Instant,
+        mut run: Bio,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> (Submit, Option<Bio>) {
+        loop {
+            let Some(first) = run.split_first() else {
+                return (self.submit_bio(now, run, tr, out), None);
+            };
+            if self.submit_bio(now, first, tr, out) == Submit::Sleeping {
+                return (Submit::Sleeping, Some(run));
+            }
+        }
+    }
+
     /// `task` starts a batch of submissions. 2.6.39+ and blk-mq:
     /// `blk_start_plug` (`current->plug` = an on-stack `struct blk_plug` that
     /// collects the task's requests). 2.6.28-2.6.38: nothing, the plug is the
@@ -124,6 +146,17 @@ impl BlockQueue for RequestQueue {
         out: &mut BlockOut,
     ) -> Submit {
         RequestQueue::submit_bio(self, now, bio, tr, out)
+    }
+    /// The bios of a run that back-merge one after another take
+    /// `run_merge.rs`'s path.
+    fn submit_bio_run(
+        &mut self,
+        now: Instant,
+        run: Bio,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> (Submit, Option<Bio>) {
+        RequestQueue::submit_bio_run(self, now, run, tr, out)
     }
     /// `blk_start_plug` from 2.6.39; nothing before.
     fn start_plug(&mut self, task: TaskId) {

@@ -25,7 +25,7 @@ pub use iostack_core::Slab;
 mod tracepoint;
 mod tunables;
 
-pub use bio::{Bio, BioId, BioSlab};
+pub use bio::{Bio, BioId, BioRun, BioSlab};
 pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use elevator24::Elevator24;

@@ -796,6 +796,7 @@ fn completed(b: &Bio) -> CompletedBio {
         flags: b.flags,
         submitted_at: b.submitted_at,
         error: 0,
+        run: b.run,
     }
 }
 
@@ -933,6 +934,7 @@ mod tests {
             },
             ioprio: (2, 4),
             submitted_at: Instant::ZERO,
+            run: crate::BioRun::ONE,
             next: None,
         }
     }

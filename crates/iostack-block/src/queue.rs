@@ -3,7 +3,7 @@
 //! driver `request_fn` → device → completion. Each function below names the kernel
 //! function it models; blktrace events are emitted where the kernel emits them.
 
-use crate::bio::{Bio, BioId, BioSlab};
+use crate::bio::{Bio, BioId, BioRun, BioSlab};
 use crate::elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 use crate::limits::{Partition, QueueLimits};
 use crate::request::{FlushRole, Request, RequestPool, RqId};
@@ -21,6 +21,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 mod flush;
 #[path = "onstack.rs"]
 mod onstack;
+#[path = "run_merge.rs"]
+mod run_merge;
 pub use flush::FlushEra;
 use flush::FlushState;
 
@@ -127,6 +129,8 @@ pub struct CompletedBio {
     pub flags: ReqFlags,
     pub submitted_at: Instant,
     pub error: i32,
+    /// Which bios of the owner's run this is (`BioRun`): `nr` of them end here.
+    pub run: BioRun,
 }
 
 /// Timed events the queue asks its host to schedule.
@@ -253,6 +257,11 @@ pub struct RequestQueue {
     dispatch: VecDeque<RqId>,
     /// `q->last_merge`.
     last_merge: Option<RqId>,
+    /// The request the last submitted bio back-merged into, with that bio,
+    /// when no request merge followed (`run_merge.rs`).
+    back_merged: Option<(RqId, BioId)>,
+    /// The kernel's bios held (a record of a run counts as its `nr`).
+    bios_held: u64,
     /// `elv_rqhash`: end sector → request, for back merges of sorted requests.
     hash: SectorMap<RqId>,
     /// Requests whose end sector collided in `hash` (rare; linear scan).
@@ -311,6 +320,8 @@ impl RequestQueue {
             rqs: RequestPool::default(),
             dispatch: VecDeque::new(),
             last_merge: None,
+            back_merged: None,
+            bios_held: 0,
             hash: SectorMap::default(),
             hash_overflow: Vec::new(),
             end_sector: 0,
@@ -470,6 +481,8 @@ impl RequestQueue {
         let unplug = bio.flags.contains(ReqFlags::UNPLUG);
         let flush_or_fua = bio.flags.is_flush_or_fua();
         let id = self.bios.alloc(bio);
+        self.bios_held += 1;
+        self.back_merged = None;
         if self.cfg.onstack_plug {
             return self.queue_bio(now, id, ctx, tr, out);
         }
@@ -642,6 +655,7 @@ impl RequestQueue {
             self.elv.merged(&self.rqs, rq, MergeKind::Back);
             self.rqhash_add(rq);
             self.last_merge = Some(rq);
+            self.back_merged = Some((rq, bio));
         }
         true
     }
@@ -1547,7 +1561,8 @@ impl RequestQueue {
         while let Some(b) = next {
             let bio = self.bios.free(b);
             sectors += bio.sectors;
-            self.stats.bios_completed += 1;
+            self.stats.bios_completed += bio.run.nr as u64;
+            self.bios_held -= bio.run.nr as u64;
             self.stats.bytes_completed += bio.bytes();
             out.completed.push(CompletedBio {
                 owner: bio.owner,
@@ -1556,6 +1571,7 @@ impl RequestQueue {
                 flags: bio.flags,
                 submitted_at: bio.submitted_at,
                 error: 0,
+                run: bio.run,
             });
             next = bio.next;
         }
@@ -1692,7 +1708,7 @@ impl RequestQueue {
         assert!(self.bios.live() + self.flush.proxies as usize >= waiting + live as usize);
         assert_eq!(
             self.stats.bios_queued - self.stats.bios_completed,
-            self.bios.live() as u64,
+            self.bios_held,
             "bios queued and completed disagree with live bios"
         );
     }

@@ -81,6 +81,7 @@ impl Harness {
             },
             ioprio: (2, 4),
             submitted_at: self.now,
+            run: iostack_block::BioRun::ONE,
             next: None,
         };
         let r = self.q.submit_bio(self.now, b, &mut self.tr, &mut self.out);

@@ -69,6 +69,7 @@ impl Harness {
             },
             ioprio: (2, 4),
             submitted_at: Instant(at),
+            run: iostack_block::BioRun::ONE,
             next: None,
         };
         let r = self

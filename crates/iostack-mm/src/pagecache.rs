@@ -23,13 +23,16 @@ pub fn is_bdev(ino: u32) -> bool {
     ino >= DISK_INO
 }
 
-/// A page-cache bio in flight.
+/// A page-cache bio in flight, or a run of `bios` equal ones over the pages
+/// (`iostack_block::BioRun`), of which `left` pages have not completed.
 #[derive(Clone, Copy, Debug)]
 pub struct BufBio {
     pub map: u32,
     pub first: u64,
     pub pages: u64,
     pub write: bool,
+    pub bios: u32,
+    pub left: u64,
 }
 
 /// Variant switches and limits, resolved from tunables once.

@@ -8,7 +8,7 @@
 
 use crate::task::{Blocked, KThread, TaskKind};
 use crate::world::Simulation;
-use iostack_block::{Bio, Submit};
+use iostack_block::{Bio, BioRun, Submit};
 use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
 use iostack_fs::mount::WritepageKind;
@@ -232,17 +232,25 @@ impl Simulation {
         let mut off = 0;
         while off < n {
             let k = (n - off).min(max_pages);
+            let sector = (pblk + off) * spp;
+            let segments = k.div_ceil(pages_per_seg) as u32;
+            if self.extend_run(task, (map, first + off, k), sector, segments, flags) {
+                off += k;
+                continue;
+            }
             let tag = self.vm.bufbios.alloc(BufBio {
                 map,
                 first: first + off,
                 pages: k,
                 write,
+                bios: 1,
+                left: k,
             });
             let bio = Bio {
                 dev,
-                sector: (pblk + off) * spp,
+                sector,
                 sectors: (k * spp) as u32,
-                segments: k.div_ceil(pages_per_seg) as u32,
+                segments,
                 flags,
                 pid,
                 cpu,
@@ -252,11 +260,56 @@ impl Simulation {
                 },
                 ioprio,
                 submitted_at: now,
+                run: iostack_block::BioRun::ONE,
                 next: None,
             };
             self.tasks.get_mut(task).pending.push_back(bio);
             off += k;
         }
+    }
+
+    /// The task's last queued bio becomes (or grows) a run (`BioRun`) when the
+    /// bio for `pages` = (map, first page, count) at `sector` is the next one of
+    /// it: the same size, owner and flags, following it in the file and on the
+    /// device. The queue still takes each bio of a run as its own. Not for
+    /// kjournald, which counts its bios in flight as it queues them.
+    fn extend_run(
+        &mut self,
+        task: TaskId,
+        (map, first, k): (u32, u64, u64),
+        sector: u64,
+        segments: u32,
+        flags: ReqFlags,
+    ) -> bool {
+        if self.tasks.kind(task) == TaskKind::KernelThread(KThread::Kjournald) {
+            return false;
+        }
+        let dev = self.map_dev(map);
+        let Some(last) = self.tasks.get_mut(task).pending.back_mut() else {
+            return false;
+        };
+        let EndIo::PageCache { bio: tag } = last.owner.end_io else {
+            return false;
+        };
+        let sectors = (k * (iostack_mm::PAGE_SIZE / 512)) as u32;
+        if last.dev != dev
+            || last.flags != flags
+            || last.end_sector() != sector
+            || last.piece_size() != (sectors, segments)
+        {
+            return false;
+        }
+        let b = self.vm.bufbios.get_mut(tag);
+        if b.map != map || b.first + b.pages != first {
+            return false;
+        }
+        b.pages += k;
+        b.left += k;
+        b.bios += 1;
+        last.sectors += sectors;
+        last.segments += segments;
+        last.run.nr += 1;
+        true
     }
 
     /// The `rw` of a page-cache bio: readahead reads, and writeback flagged by
@@ -277,10 +330,13 @@ impl Simulation {
     pub(crate) fn drain_pending(&mut self, task: TaskId, now: Instant) -> bool {
         while let Some(mut bio) = self.tasks.get_mut(task).pending.pop_front() {
             bio.submitted_at = now;
-            let r = self
+            let (r, rest) = self
                 .queue
-                .submit_bio(now, bio, &mut self.tracer, &mut self.out);
+                .submit_bio_run(now, bio, &mut self.tracer, &mut self.out);
             if r == Submit::Sleeping {
+                if let Some(rest) = rest {
+                    self.tasks.get_mut(task).pending.push_front(rest);
+                }
                 self.tasks.block(task, Blocked::OnRequest);
                 return true;
             }
@@ -288,9 +344,54 @@ impl Simulation {
         false
     }
 
-    /// A page-cache bio completed.
-    pub(crate) fn buf_bio_done(&mut self, tag: u32, now: Instant) {
-        let b = self.vm.bufbios.free(tag);
+    /// Page-cache bios completed: `run.nr` bios of the run `tag`, from its
+    /// `run.index`th. Each bio's completion is taken in turn, as
+    /// `end_buffer_async_write` / `mpage_end_io` run per bio; after a run's
+    /// first bio, the others of one completion can only end pages under
+    /// writeback and, at the last, wake the map's waiters, so they are taken
+    /// at once.
+    pub(crate) fn buf_bios_done(&mut self, tag: u32, run: BioRun, now: Instant) {
+        let b = *self.vm.bufbios.get(tag);
+        let ppb = b.pages / b.bios as u64;
+        let first = b.first + run.index as u64 * ppb;
+        let pages = run.nr as u64 * ppb;
+        self.vm.bufbios.get_mut(tag).left -= pages;
+        if b.left == pages {
+            self.vm.bufbios.free(tag);
+        }
+        if !b.write {
+            for i in 0..run.nr as u64 {
+                self.buf_bio_done(
+                    BufBio {
+                        first: first + i * ppb,
+                        pages: ppb,
+                        ..b
+                    },
+                    now,
+                );
+            }
+            return;
+        }
+        self.buf_bio_done(
+            BufBio {
+                first,
+                pages: ppb,
+                ..b
+            },
+            now,
+        );
+        if run.nr > 1 {
+            let rest = BufBio {
+                first: first + ppb,
+                pages: pages - ppb,
+                ..b
+            };
+            self.buf_bio_done(rest, now);
+        }
+    }
+
+    /// The completion of page-cache bio(s) over `b.first .. b.first + b.pages`.
+    fn buf_bio_done(&mut self, b: BufBio, now: Instant) {
         let m = &mut self.vm.maps[b.map as usize];
         if !b.write {
             m.read_done(b.first, b.pages);

@@ -237,6 +237,7 @@ impl Simulation {
                 },
                 ioprio,
                 submitted_at: now,
+                run: iostack_block::BioRun::ONE,
                 next: None,
             };
             self.tasks.get_mut(task).pending.push_back(bio);

@@ -1079,9 +1079,11 @@ impl Simulation {
             let c = self.out.completed[i];
             let slot = match c.owner.end_io {
                 EndIo::PageCache { bio } => {
-                    self.buf_bio_done(bio, now);
+                    self.buf_bios_done(bio, c.run, now);
                     if self.tasks.kind(c.owner.task) == TaskKind::KernelThread(KThread::Kjournald) {
-                        self.journal_bio_done(c.owner.task, now);
+                        for _ in 0..c.run.nr {
+                            self.journal_bio_done(c.owner.task, now);
+                        }
                     }
                     continue;
                 }
@@ -1252,6 +1254,7 @@ impl Simulation {
                 },
                 ioprio: t.ioprio,
                 submitted_at: now,
+                run: iostack_block::BioRun::ONE,
                 next: None,
             };
             let last = i + 1 == s.plan.bios.len();

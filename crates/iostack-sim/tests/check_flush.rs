@@ -110,6 +110,7 @@ impl H {
             },
             ioprio: (2, 4),
             submitted_at: Instant(at),
+            run: iostack_block::BioRun::ONE,
             next: None,
         };
         self.q

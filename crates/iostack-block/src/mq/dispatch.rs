@@ -446,6 +446,7 @@ impl MqQueue {
                 flags: bio.flags,
                 submitted_at: bio.submitted_at,
                 error: 0,
+                run: bio.run,
             };
             self.end_bio(b, c, &mut out.completed);
             next = bio.next;

@@ -61,6 +61,7 @@ impl MqQueue {
                     flags: bio.flags,
                     submitted_at: now,
                     error: 0,
+                    run: bio.run,
                 });
                 return Submit::Queued;
             }

@@ -167,6 +167,7 @@ impl Sim {
             },
             ioprio: p.ioprio,
             submitted_at: Instant(at),
+            run: iostack_block::BioRun::ONE,
             next: None,
         };
         self.q
