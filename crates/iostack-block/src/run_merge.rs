@@ -140,7 +140,11 @@ impl RequestQueue {
             .run
             .nr
             .min(lim.max_sectors.saturating_sub(r.sectors) / ps);
-        if let Some(room) = lim.max_segments.saturating_sub(r.segments).checked_div(pseg) {
+        if let Some(room) = lim
+            .max_segments
+            .saturating_sub(r.segments)
+            .checked_div(pseg)
+        {
             k = k.min(room);
         }
         // attempt_back_merge: stop before the bio that reaches the next request.

@@ -287,9 +287,11 @@ impl Vm {
 /// Append a page to the runs written, extending the last run when contiguous.
 fn push_page(runs: &mut Vec<FlushRun>, map: u32, page: u64) {
     match runs.last_mut() {
-        Some(FlushRun::Pages { map: m, first, pages }) if *m == map && *first + *pages == page => {
-            *pages += 1
-        }
+        Some(FlushRun::Pages {
+            map: m,
+            first,
+            pages,
+        }) if *m == map && *first + *pages == page => *pages += 1,
         _ => runs.push(FlushRun::Pages {
             map,
             first: page,
@@ -441,7 +443,10 @@ mod tests {
         assert!(vm.buffers.as_mut().unwrap().meta_cleaned(902));
         // Clean, then dirtied again: a new flush time at the tail.
         meta(&mut vm, 900, Instant(10));
-        assert!(vm.flush_dirty_buffers(true, Instant(3) + AGE).runs.is_empty());
+        assert!(vm
+            .flush_dirty_buffers(true, Instant(3) + AGE)
+            .runs
+            .is_empty());
         let f = vm.flush_dirty_buffers(true, Instant(10) + AGE);
         assert_eq!(f.runs, vec![meta_run(900)]);
     }

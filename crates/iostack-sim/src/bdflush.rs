@@ -155,6 +155,7 @@ impl Simulation {
             ioprio: t.ioprio,
             submitted_at: now,
             next: None,
+            run: iostack_block::BioRun::ONE,
         };
         self.tasks.get_mut(task).pending.push_back(bio);
     }

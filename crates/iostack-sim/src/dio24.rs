@@ -189,7 +189,11 @@ impl Simulation {
                     return false;
                 };
                 let wrote = p.result.dirs[1].ios > 0;
-                if !p.spec.end_fsync || !wrote || p.result.error.is_some() || self.vm.buffers.is_none() {
+                if !p.spec.end_fsync
+                    || !wrote
+                    || p.result.error.is_some()
+                    || self.vm.buffers.is_none()
+                {
                     return false;
                 }
                 p.fsync24 = Fsync24::Running;

@@ -241,7 +241,10 @@ fn bdflush_writes_indirect_blocks_in_the_data_stream() {
         .filter(|x| x.0 && x.2 > 16)
         .map(|x| (x.1, x.2))
         .collect();
-    let (lo, hi) = (data[0].0, data.iter().map(|d| d.0 + d.1 as u64).max().unwrap());
+    let (lo, hi) = (
+        data[0].0,
+        data.iter().map(|d| d.0 + d.1 as u64).max().unwrap(),
+    );
     let mut written: Vec<(u64, u64)> = q
         .iter()
         .filter(|x| x.0 && x.1 >= lo && x.1 < hi)
