@@ -451,6 +451,42 @@ impl Ext2 {
 }
 
 impl Ext2 {
+    /// The sequential allocator's next block: allocations since an earlier
+    /// value took the blocks between (frees by `truncate` move it back).
+    pub fn alloc_cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// The buffers 2.4's `ext2_new_block` (`fs/ext2/balloc.c`) marks dirty
+    /// when it allocates in `[lo, hi)`, and `ext2_free_blocks` when it frees
+    /// there: the superblock's (`s_sbh`, the free count), and for each group
+    /// touched its group-descriptor block (`bh2`) and block bitmap (`bh`).
+    pub fn balloc_buffers(&self, lo: u64, hi: u64) -> Vec<u64> {
+        if lo >= hi {
+            return Vec::new();
+        }
+        // The superblock sits 1 KiB into the file system: block 1 of a 1 KiB
+        // file system (s_first_data_block), else block 0.
+        let mut v = vec![u64::from(self.p.block_size == 1024)];
+        let bpg = self.p.blocks_per_group;
+        for g in lo / bpg..=(hi - 1) / bpg {
+            v.push(self.group_desc_of(g * bpg));
+            v.push(self.block_bitmap_of(g * bpg));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// 2.4's `ext2_write_inode(inode, 0)` from kupdate's `sync_inodes`:
+    /// `ext2_update_inode` copies the inode into its inode-table buffer and
+    /// marks that dirty (written later by the buffer flushing); the inode is
+    /// clean. Returns the buffer's block.
+    pub fn write_inode_async(&mut self, ino: u32) -> u64 {
+        self.inodes[ino as usize].datasync_dirty = false;
+        self.inode_block(ino)
+    }
+
     /// bdflush or kupdated wrote indirect block `block` of `ino`. They walk
     /// the dirty list oldest first, which for one inode is allocation order,
     /// so the dirty blocks stay a suffix of `meta_blocks`: the written one is

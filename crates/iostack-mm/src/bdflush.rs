@@ -53,9 +53,10 @@ pub enum DirtyState {
 /// A run of pages dirtied in one jiffy-less instant, contiguous in one mapping:
 /// their buffers sit together on `lru_list[BUF_DIRTY]` with one `b_flushtime`.
 /// With `meta` set it is one metadata buffer of the file-system device
-/// instead (an ext2 indirect block: `ext2_alloc_branch` →
-/// `mark_buffer_dirty_inode`): `meta` is its inode, `first` its block and
-/// `pages` 1.
+/// instead: `first` is its block, `pages` 1, and `meta` holds the inode whose
+/// `i_dirty_buffers` it is on (an ext2 indirect block: `ext2_alloc_branch` →
+/// `mark_buffer_dirty_inode`), or `None` for one on no inode's list (block
+/// bitmap, group descriptor, superblock, inode-table block).
 #[derive(Clone, Copy, Debug)]
 struct DirtyRun {
     seq: u64,
@@ -63,7 +64,7 @@ struct DirtyRun {
     first: u64,
     pages: u64,
     flushtime: Instant,
-    meta: Option<u32>,
+    meta: Option<Option<u32>>,
 }
 
 /// One stretch of what a `flush_dirty_buffers` walk wrote, in submission order.
@@ -71,8 +72,9 @@ struct DirtyRun {
 pub enum FlushRun {
     /// Pages `[first, first + pages)` of mapping `map` (their data buffers).
     Pages { map: u32, first: u64, pages: u64 },
-    /// One metadata buffer (an indirect block) of inode `ino` at `block`.
-    Meta { ino: u32, block: u64 },
+    /// One metadata buffer at `block`: an indirect block of inode `ino`, or
+    /// with `ino` `None` one on no inode's list.
+    Meta { ino: Option<u32>, block: u64 },
 }
 
 /// `lru_list[BUF_DIRTY]` over the data pages of the page cache. A page's entry
@@ -114,7 +116,7 @@ impl BufferLru {
     /// `mark_buffer_dirty_inode` of a metadata buffer: a clean one becomes
     /// dirty with `b_flushtime = jiffies + age_buffer` and is refiled at the
     /// tail (`__mark_dirty`); one already dirty keeps its place and time.
-    pub fn mark_meta_dirty(&mut self, ino: u32, block: u64, now: Instant) {
+    pub fn mark_meta_dirty(&mut self, ino: Option<u32>, block: u64, now: Instant) {
         if self.live_meta.contains_key(&block) {
             return;
         }
@@ -422,7 +424,10 @@ mod tests {
     fn metadata_buffers_are_written_in_dirtying_order_among_the_pages() {
         let mut vm = vm24(64);
         let meta = |vm: &mut Vm, block: u64, now: Instant| {
-            vm.buffers.as_mut().unwrap().mark_meta_dirty(3, block, now);
+            vm.buffers
+                .as_mut()
+                .unwrap()
+                .mark_meta_dirty(Some(3), block, now);
         };
         meta(&mut vm, 900, Instant::ZERO);
         dirty(&mut vm, 0, 4, Instant::ZERO);
@@ -431,7 +436,10 @@ mod tests {
         meta(&mut vm, 901, Instant(1));
         dirty(&mut vm, 4, 2, Instant(1));
         let f = vm.flush_dirty_buffers(false, Instant(2));
-        let meta_run = |block| FlushRun::Meta { ino: 3, block };
+        let meta_run = |block| FlushRun::Meta {
+            ino: Some(3),
+            block,
+        };
         let mut want = vec![meta_run(900)];
         want.extend(pages(&[(1, 0, 4)]));
         want.push(meta_run(901));

@@ -38,6 +38,7 @@ impl Simulation {
             self.tasks.block(t, Blocked::Idle);
             self.tracer.process(pid, name);
         }
+        self.bd24.alloc_seen = self.fs.alloc_cursor24();
     }
 
     /// The period of the kupdate-style wakeup: `vm/bdflush/interval` on 2.4,
@@ -123,7 +124,9 @@ impl Simulation {
                     self.queue_runs_by_block(task, map, first, pages, flags, now)
                 }
                 FlushRun::Meta { ino, block } => {
-                    self.fs.indirect_written(ino, block);
+                    if let Some(ino) = ino {
+                        self.fs.indirect_written(ino, block);
+                    }
                     self.queue_meta_bio(task, block, flags, EndIo::AsyncBuffer, now);
                 }
             }
@@ -180,6 +183,7 @@ impl Simulation {
     /// `prepare_write`, just before the page's block on the disk), then each
     /// newly dirtied page's buffers (`generic_commit_write`).
     pub(crate) fn commit_write24(&mut self, map: u32, ino: u32, clean: &[u64], now: Instant) {
+        self.balloc_dirtied24(ino, now);
         let mut new = self.new_indirect24(ino).into_iter().peekable();
         for &page in clean {
             let pblk = if new.peek().is_some() {
@@ -206,6 +210,7 @@ impl Simulation {
     /// list, written by kupdated once `age_buffer` old, by bdflush, or by
     /// the file's fsync (`fsync_inode_buffers`).
     pub(crate) fn list_indirect24(&mut self, ino: u32, now: Instant) {
+        self.balloc_dirtied24(ino, now);
         for b in self.new_indirect24(ino) {
             self.mark_indirect24(ino, b, now);
         }
@@ -213,7 +218,48 @@ impl Simulation {
 
     fn mark_indirect24(&mut self, ino: u32, block: u64, now: Instant) {
         if let Some(b) = self.vm.buffers.as_mut() {
-            b.mark_meta_dirty(ino, block, now);
+            b.mark_meta_dirty(Some(ino), block, now);
+        }
+    }
+
+    /// A write to `ino` on 2.4: its inode is dirty (`generic_file_write`'s
+    /// `mark_inode_dirty_sync` of the mtime, for kupdate's `sync_inodes`),
+    /// and what `ext2_new_block` allocated since the last call dirtied the
+    /// superblock's, the group descriptors' and the block bitmaps' buffers
+    /// (`mark_buffer_dirty`, on no inode's list), listed before the data of
+    /// the write as they are dirtied at its `prepare_write`. Frees
+    /// (`ext2_free_blocks` of Bonnie's unlink) dirty the same buffers.
+    pub(crate) fn balloc_dirtied24(&mut self, ino: u32, now: Instant) {
+        if self.vm.buffers.is_none() || crate::bdev::is_bdev(ino) {
+            return;
+        }
+        self.bd24.dirty_inodes.insert(ino);
+        let Some(cur) = self.fs.alloc_cursor24() else {
+            return;
+        };
+        let Some(last) = self.bd24.alloc_seen.replace(cur) else {
+            return;
+        };
+        let blocks = self.fs.balloc_buffers24(last.min(cur), last.max(cur));
+        if let Some(b) = self.vm.buffers.as_mut() {
+            for block in blocks {
+                b.mark_meta_dirty(None, block, now);
+            }
+        }
+    }
+
+    /// kupdate's `sync_inodes(0)` (2.4.4 `fs/inode.c`): each dirty inode
+    /// through `write_inode(inode, 0)`, which dirties its inode-table buffer.
+    /// (`sync_supers` re-dirties the superblock's buffer, which every
+    /// allocation already dirtied; an `s_wtime`-only update is not modelled.)
+    fn sync_inodes24(&mut self, now: Instant) {
+        for ino in std::mem::take(&mut self.bd24.dirty_inodes) {
+            let Some(block) = self.fs.write_inode24(ino) else {
+                continue;
+            };
+            if let Some(b) = self.vm.buffers.as_mut() {
+                b.mark_meta_dirty(None, block, now);
+            }
         }
     }
 
@@ -293,10 +339,9 @@ impl Simulation {
         }
     }
 
-    /// One step of kupdated: `sync_old_buffers` (`flush_dirty_buffers(1)`,
-    /// then `run_task_queue(&tq_disk)`), then `schedule_timeout(interval)`.
-    /// (Its `sync_supers` and `sync_inodes` dirty metadata buffers, which are
-    /// not on the simulated list.)
+    /// One step of kupdated: `sync_old_buffers` (`sync_inodes(0)`, then
+    /// `flush_dirty_buffers(1)`, then `run_task_queue(&tq_disk)`), then
+    /// `schedule_timeout(interval)`.
     pub(crate) fn kupdated_step(&mut self, now: Instant) {
         let task = self.tasks.kthread(KThread::Kupdated);
         if self.drain_pending(task, now) {
@@ -311,6 +356,7 @@ impl Simulation {
             }
             return;
         }
+        self.sync_inodes24(now);
         let buffers = self.flush_buffers(task, true, now);
         let cost = self.submit_cost(buffers);
         self.bd24.kupdate_pass = true;

@@ -75,7 +75,7 @@ impl Simulation {
     /// Bonnie's `newfile(name, ..., create)`: `unlink` then `open(O_CREAT)`.
     /// The page cache of the old file goes (`truncate_inode_pages`; Bonnie
     /// fsyncs before close, so none is dirty) and its blocks are freed.
-    pub(crate) fn recreate_file(&mut self, pi: u32) -> Result<(), String> {
+    pub(crate) fn recreate_file(&mut self, pi: u32, now: Instant) -> Result<(), String> {
         let p = &self.procs[pi as usize];
         let Backing::File(ino) = p.backing else {
             return Err("a device cannot be unlinked and created again".into());
@@ -88,6 +88,8 @@ impl Simulation {
         self.vm.invalidate_mapping_pages(map, 0, u64::MAX);
         self.forget_indirect24(ino);
         let given_back = self.fs.truncate(ino).map_err(|e| e.to_string())?;
+        // ext2_free_blocks dirtied the bitmaps, descriptors and superblock.
+        self.balloc_dirtied24(ino, now);
         if !given_back {
             return Err(
                 "the file's blocks cannot be given back to the sequential allocator \

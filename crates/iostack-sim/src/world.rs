@@ -604,7 +604,10 @@ impl Simulation {
             .iter()
             .any(|p| !p.spec.direct && p.spec.io_size > 0);
         let interval = sim.writeback_interval();
-        if interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
+        // 2.4's kupdated loops from boot, direct I/O or not (its dirty
+        // buffers include the metadata a direct write allocates).
+        let kupdated = sim.vm.buffers.is_some();
+        if interval.0 > 0 && (buffered || kupdated || sim.vm.nr_dirty > 0) {
             let at = Instant::ZERO + interval;
             sim.evq.schedule(at, Ev::WritebackTimer);
         }
@@ -1189,7 +1192,7 @@ impl Simulation {
     fn step(&mut self, pi: u32, now: Instant) {
         if !self.procs[pi as usize].opened {
             if self.procs[pi as usize].spec.recreate {
-                if let Err(e) = self.recreate_file(pi) {
+                if let Err(e) = self.recreate_file(pi, now) {
                     let p = &mut self.procs[pi as usize];
                     p.result.error = Some(format!("{}: {e}", p.spec.name));
                     p.opened = true;
@@ -1677,8 +1680,10 @@ impl Simulation {
                 plan,
             )
             .map(|()| {
-                // 2.4: the indirect blocks get_block allocated are dirty.
-                self.list_indirect24(ino, now);
+                // 2.4: what get_block allocated is dirty, and so is the inode.
+                if dir == Dir::Write {
+                    self.list_indirect24(ino, now);
+                }
                 // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
                 // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
                 plan.read_sync = !self.cfg.tunables.profile().single_queue();

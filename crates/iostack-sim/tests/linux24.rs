@@ -257,3 +257,39 @@ fn bdflush_writes_indirect_blocks_in_the_data_stream() {
     let total: u64 = written.iter().map(|w| w.1 - w.0).sum();
     assert_eq!(total, (12 << 20) / 512 + 4 * 8, "{written:?}");
 }
+
+/// `ext2_new_block` dirties the superblock's, the group descriptor's and the
+/// group's block bitmap's buffers (`mark_buffer_dirty`, on no inode's list):
+/// an fsync does not write them (`fsync_inode_buffers` covers the inode's
+/// own), but kupdated does once they are `age_buffer` old, together with
+/// the inode-table block its `sync_inodes` dirtied.
+#[test]
+fn kupdated_writes_the_allocators_buffers_and_the_inode() {
+    let w = |size: u64| ProcSpec {
+        fresh: true,
+        end_fsync: true,
+        ..writer("dio", size, 1 << 20, true)
+    };
+    let ages = ["vm/bdflush/age_buffer=100", "vm/bdflush/interval=50"];
+    let below = |q: &[(bool, u64, u32)], first_data: u64| -> Vec<(u64, u32)> {
+        q.iter()
+            .filter(|x| x.0 && x.1 < first_data)
+            .map(|x| (x.1, x.2))
+            .collect()
+    };
+    // A short run: only the fsync's inode write lands before the data.
+    let q = run(cfg(&ages, vec![w(1 << 20)]), Action::Issue);
+    let first_data = q.iter().filter(|x| x.2 > 16).map(|x| x.1).min().unwrap();
+    assert_eq!(below(&q, first_data).len(), 1, "{q:?}");
+    // Long enough (~2 s) for kupdated (every 0.5 s, buffers 1 s old): the
+    // superblock and group descriptor (blocks 0 and 1, one request), the
+    // bitmap and the inode block join the fsync's inode write.
+    let q = run(cfg(&ages, vec![w(24 << 20)]), Action::Issue);
+    let meta = below(&q, first_data);
+    let (p0, _) = *meta.iter().min().unwrap();
+    assert!(
+        meta.contains(&(p0, 16)),
+        "superblock and descriptor: {meta:?}"
+    );
+    assert!(meta.len() >= 3, "{meta:?}");
+}
