@@ -656,4 +656,45 @@ mod tests {
         let ino = f.create_sequential("b", 4096, Some(65536)).unwrap();
         assert_eq!(f.inode(ino).extents[&0].pblk, 65536 + 2 + 512);
     }
+
+    #[test]
+    fn balloc_buffers_are_the_superblock_and_each_groups_descriptor_and_bitmap() {
+        let f = fs();
+        assert!(f.balloc_buffers(100, 100).is_empty());
+        // Group 0: superblock (block 0), descriptor table (block 1), bitmap.
+        let g0 = f.balloc_buffers(20_000, 20_010);
+        assert_eq!(g0, vec![0, 1, f.block_bitmap_of(0)]);
+        assert!(g0[2] > 1);
+        // Across groups 0 to 2: each group's bitmap; one descriptor block
+        // holds all their descriptors (32 bytes each).
+        let across = f.balloc_buffers(30_000, 70_000);
+        let want = vec![
+            0,
+            1,
+            f.block_bitmap_of(0),
+            f.block_bitmap_of(32768),
+            f.block_bitmap_of(65536),
+        ];
+        assert_eq!(across, want);
+    }
+
+    #[test]
+    fn indirect_blocks_are_cleaned_in_allocation_order() {
+        let mut f = fs();
+        let ino = f.create_sequential("a", 0, Some(16384)).unwrap();
+        let mut l = 0;
+        while l < 2000 {
+            l += f.get_block(ino, l, 2000 - l, true).unwrap().count;
+        }
+        let meta = f.inode(ino).meta_blocks.clone();
+        assert_eq!(meta.len(), 3, "IND0, DIND, IND1");
+        // A block written out of order is not taken for the first dirty one.
+        f.indirect_written(ino, meta[1]);
+        assert_eq!(f.inode(ino).meta_clean, 0);
+        f.indirect_written(ino, meta[0]);
+        f.indirect_written(ino, meta[1]);
+        assert_eq!(f.inode(ino).meta_clean, 2);
+        let w = f.osync_inode(ino);
+        assert_eq!(w.buffers, vec![meta[2]]);
+    }
 }
