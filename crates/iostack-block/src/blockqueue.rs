@@ -49,7 +49,18 @@ pub trait BlockQueue {
             if self.submit_bio(now, first, tr, out) == Submit::Sleeping {
                 return (Submit::Sleeping, Some(run));
             }
+            if self.merge_run(now, &mut run, tr) {
+                return (Submit::Queued, None);
+            }
         }
+    }
+
+    /// Right after a bio of `run` was submitted: submit as many of the run's
+    /// next bios as the queue can decide at once, taking them off `run`.
+    /// Returns true when that was all of them. A queue without such a path
+    /// returns false, and each bio goes through `submit_bio`.
+    fn merge_run(&mut self, _now: Instant, _run: &mut Bio, _tr: &mut Tracer) -> bool {
+        false
     }
 
     /// `task` starts a batch of submissions. 2.6.39+ and blk-mq:
@@ -149,14 +160,8 @@ impl BlockQueue for RequestQueue {
     }
     /// The bios of a run that back-merge one after another take
     /// `run_merge.rs`'s path.
-    fn submit_bio_run(
-        &mut self,
-        now: Instant,
-        run: Bio,
-        tr: &mut Tracer,
-        out: &mut BlockOut,
-    ) -> (Submit, Option<Bio>) {
-        RequestQueue::submit_bio_run(self, now, run, tr, out)
+    fn merge_run(&mut self, now: Instant, run: &mut Bio, tr: &mut Tracer) -> bool {
+        RequestQueue::merge_run(self, now, run, tr)
     }
     /// `blk_start_plug` from 2.6.39; nothing before.
     fn start_plug(&mut self, task: TaskId) {

@@ -429,26 +429,15 @@ impl RequestQueue {
         bio.next = None;
         if bio.dev != self.cfg.disk {
             // blk_partition_remap
-            let p = *self
-                .cfg
-                .partitions
-                .iter()
-                .find(|p| p.dev == bio.dev)
-                .unwrap_or_else(|| panic!("bio for unknown device {:?}", bio.dev));
-            assert!(
-                bio.end_sector() <= p.nr_sects,
-                "bio beyond end of partition {:?}",
-                p.dev
-            );
-            let old = bio.sector;
-            bio.sector += p.start;
+            let (from_dev, old) = (bio.dev, bio.sector);
+            bio.sector += self.partition_start(&bio);
             bio.dev = self.cfg.disk;
             self.trace_bio(
                 now,
                 &bio,
                 Action::Remap,
                 Pdu::Remap {
-                    from_dev: p.dev,
+                    from_dev,
                     from_sector: old,
                 },
                 tr,

@@ -12,7 +12,8 @@
 //!   the request now at `q->last_merge`, takes the whole path
 //!   (`RequestQueue::submit_bio`).
 //! - The bios after one that did back-merge into request `rq`, with `rq` still
-//!   at `q->last_merge` and still mergeable, take the fast path: `elv_merge`
+//!   at `q->last_merge` and still mergeable, take the fast path (`merge_run`, which
+//!   `BlockQueue::submit_bio_run` calls after each bio): `elv_merge`
 //!   tries `q->last_merge` first (`elv_rq_merge_ok`, then
 //!   `blk_rq_pos(rq) + blk_rq_sectors(rq) == bio->bi_sector`), and every input
 //!   of that test is the one the previous bio passed with, except the sizes,
@@ -31,41 +32,17 @@
 //! that land in one request are kept as one record in its chain, so the
 //! completion covers them at once.
 
-use super::{RequestQueue, Submit};
+use super::RequestQueue;
 use crate::bio::Bio;
 use crate::elevator::MergeKind;
-use crate::queue::BlockOut;
 use iostack_core::{Action, Pdu, ReqFlags, Tracer};
 use iostack_des::Instant;
 
 impl RequestQueue {
-    /// `submit_bio` of each bio of a run, in order (`BioRun`). Returns how the
-    /// last submission went, and the bios not yet submitted when the submitter
-    /// must sleep for a request.
-    pub fn submit_bio_run(
-        &mut self,
-        now: Instant,
-        mut run: Bio,
-        tr: &mut Tracer,
-        out: &mut BlockOut,
-    ) -> (Submit, Option<Bio>) {
-        loop {
-            let Some(first) = run.split_first() else {
-                return (self.submit_bio(now, run, tr, out), None);
-            };
-            if self.submit_bio(now, first, tr, out) == Submit::Sleeping {
-                return (Submit::Sleeping, Some(run));
-            }
-            if self.merge_run(now, &mut run, tr) {
-                return (Submit::Queued, None);
-            }
-        }
-    }
-
     /// The fast path: as many of the run's next bios as back-merge, one by
     /// one, into the request the previous one back-merged into. Returns true
     /// when that was all of them.
-    fn merge_run(&mut self, now: Instant, run: &mut Bio, tr: &mut Tracer) -> bool {
+    pub(crate) fn merge_run(&mut self, now: Instant, run: &mut Bio, tr: &mut Tracer) -> bool {
         let Some(k) = self.run_merge_count(run) else {
             return false;
         };
@@ -169,7 +146,8 @@ impl RequestQueue {
         start + run.sector
     }
 
-    fn partition_start(&self, run: &Bio) -> u64 {
+    /// `blk_partition_remap`'s offset for the bio's device, which it must lie in.
+    pub(super) fn partition_start(&self, run: &Bio) -> u64 {
         if run.dev == self.cfg.disk {
             return 0;
         }

@@ -15,7 +15,9 @@
 //! 0. The files are fio's format only: the seed and configuration hash are in
 //! the run's report.
 
-use iostack_report::fio::{per_io_bw, Ddir, IoStat, RateEntry, LOG_MSEC_SLACK};
+use iostack_report::fio::{
+    per_io_bw, plat_val_to_idx, Ddir, IoStat, RateEntry, FIO_IO_U_PLAT_NR, LOG_MSEC_SLACK,
+};
 use iostack_sim::frontend::{JobMeta, LogMeta};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -69,6 +71,8 @@ struct Log {
     part: Option<PathBuf>,
     out: BufWriter<File>,
     avg_msec: u64,
+    /// `log_max_value`: a window's entry is its maximum, not its mean.
+    max: bool,
     offset: bool,
     prio: u32,
     /// fio's `avg_window` and `avg_last` per direction.
@@ -100,8 +104,14 @@ impl Log {
         if w.samples == 0 {
             return Ok(());
         }
-        // fio: data.val = mean + 0.50 (converted to an integer).
-        self.line(t, (w.mean + 0.50) as u64, ddir, 0, 0, 0)
+        // fio's __add_stat_to_log: the window's max_val with log_max,
+        // else data.val = mean + 0.50 (converted to an integer).
+        let val = if self.max {
+            w.max_val
+        } else {
+            (w.mean + 0.50) as u64
+        };
+        self.line(t, val, ddir, 0, 0, 0)
     }
 
     /// fio's `add_log_sample`.
@@ -135,9 +145,71 @@ impl Log {
     }
 }
 
+/// fio's `write_hist_log` file (`clat_hist`): every `log_hist_msec`, the
+/// completion-latency histogram of the window (fio's `add_clat_sample`
+/// copies the job's cumulative `io_u_plat`; `flush_hist_samples` writes
+/// each copy less the one before it), as `time, ddir, bs, bins...`, the
+/// bins summed `2^log_hist_coarseness` at a time.
+struct HistLog {
+    path: PathBuf,
+    part: Option<PathBuf>,
+    out: BufWriter<File>,
+    msec: u64,
+    stride: usize,
+    /// Per direction: the cumulative histogram, the last one logged, and
+    /// fio's `hist_last`.
+    plat: [Vec<u64>; 3],
+    before: [Vec<u64>; 3],
+    last: [u64; 3],
+    /// `clat_percentiles`: fio fills `io_u_plat` only then (the entries are
+    /// zeros otherwise); `disable_clat`: no `add_clat_sample`, no entry.
+    fill: bool,
+    off: bool,
+}
+
+impl HistLog {
+    /// One clat sample of `ns` at `t` ms, of an I/O of `bs` bytes.
+    fn sample(&mut self, t: u64, ns: u64, ddir: Ddir, bs: u64) -> std::io::Result<()> {
+        let d = ddir as usize;
+        if self.off {
+            return Ok(());
+        }
+        if self.fill {
+            self.plat[d][plat_val_to_idx(ns)] += 1;
+        }
+        if self.msec == 0 {
+            return Ok(());
+        }
+        if self.last[d] == 0 {
+            self.last[d] = t;
+        }
+        let this_window = t.saturating_sub(self.last[d]);
+        if this_window < self.msec {
+            return Ok(());
+        }
+        let (now, before) = (&self.plat[d], &self.before[d]);
+        let sum = |j: usize| -> u64 { (j..j + self.stride).map(|k| now[k] - before[k]).sum() };
+        let mut line = format!("{t}, {d}, {bs}, ");
+        let last = FIO_IO_U_PLAT_NR - self.stride;
+        let mut j = 0;
+        while j < last {
+            line.push_str(&format!("{}, ", sum(j)));
+            j += self.stride;
+        }
+        writeln!(self.out, "{line}{}", sum(last))?;
+        self.before[d] = self.plat[d].clone();
+        self.last[d] = t - (this_window - self.msec);
+        Ok(())
+    }
+}
+
 /// The logs of one job (one fio thread).
 pub struct JobLogs {
     logs: Vec<Log>,
+    hist: Option<HistLog>,
+    /// `disable_bw_measurement`: no per-I/O bandwidth sample (fio's
+    /// `account_io_completion` skips `add_bw_sample`).
+    no_bw: bool,
     /// The first write error, reported when the run ends.
     error: Option<String>,
 }
@@ -172,27 +244,58 @@ impl JobLogs {
         if let Some(p) = &l.iops {
             kinds.push((Kind::Iops, p.clone()));
         }
-        if kinds.is_empty() {
+        let hist = match &l.hist {
+            Some(p) => Some(Self::open_hist(m, p, number)?),
+            None => None,
+        };
+        if kinds.is_empty() && hist.is_none() {
             return Ok(None);
         }
         let mut logs = Vec::new();
         for (kind, prefix) in kinds {
             logs.push(Self::open_one(l, kind, &prefix, number)?);
         }
-        Ok(Some(JobLogs { logs, error: None }))
+        Ok(Some(JobLogs {
+            logs,
+            hist,
+            no_bw: m.disable[3],
+            error: None,
+        }))
+    }
+
+    /// fio's `gen_log_name`: `PREFIX_KIND.N.log`, or one file the jobs
+    /// append to (`per_job_logs=0`), streamed to a part file here.
+    fn names(l: &LogMeta, kind: &str, prefix: &str, number: u32) -> (PathBuf, Option<PathBuf>) {
+        if l.per_job {
+            (PathBuf::from(format!("{prefix}_{kind}.{number}.log")), None)
+        } else {
+            let path = PathBuf::from(format!("{prefix}_{kind}.log"));
+            let part = PathBuf::from(format!("{}.iostack-part.{number}", path.display()));
+            (path, Some(part))
+        }
+    }
+
+    fn open_hist(m: &JobMeta, prefix: &str, number: u32) -> Result<HistLog, String> {
+        let l = &m.logs;
+        let (path, part) = Self::names(l, "clat_hist", prefix, number);
+        let file = open(part.as_ref().unwrap_or(&path), false)?;
+        Ok(HistLog {
+            path,
+            part,
+            out: BufWriter::new(file),
+            msec: u64::from(l.hist_msec),
+            // Checked by the front end: at most FIO_IO_U_PLAT_NR.
+            stride: 1usize << l.hist_coarseness.min(10),
+            plat: std::array::from_fn(|_| vec![0; FIO_IO_U_PLAT_NR]),
+            before: std::array::from_fn(|_| vec![0; FIO_IO_U_PLAT_NR]),
+            last: [0; 3],
+            fill: m.clat_percentiles,
+            off: m.disable[1],
+        })
     }
 
     fn open_one(l: &LogMeta, kind: Kind, prefix: &str, number: u32) -> Result<Log, String> {
-        let (path, part) = if l.per_job {
-            (
-                PathBuf::from(format!("{prefix}_{}.{number}.log", kind.name())),
-                None,
-            )
-        } else {
-            let path = PathBuf::from(format!("{prefix}_{}.log", kind.name()));
-            let part = PathBuf::from(format!("{}.iostack-part.{number}", path.display()));
-            (path, Some(part))
-        };
+        let (path, part) = Self::names(l, kind.name(), prefix, number);
         let file = open(part.as_ref().unwrap_or(&path), false)?;
         Ok(Log {
             kind,
@@ -204,6 +307,7 @@ impl JobLogs {
                 Kind::Iops => l.iops_avg,
                 _ => l.avg_msec,
             }),
+            max: l.log_max,
             offset: l.offset,
             prio: u32::from(l.prio_rt),
             window: Default::default(),
@@ -239,11 +343,15 @@ impl JobLogs {
                     Some(s) => s,
                     None => continue,
                 },
-                Kind::Bw if l.avg_msec == 0 => per_io_bw(io.bytes, io.clat_ns),
+                Kind::Bw if l.avg_msec == 0 && !self.no_bw => per_io_bw(io.bytes, io.clat_ns),
                 Kind::Iops if l.avg_msec == 0 => 1,
                 Kind::Bw | Kind::Iops => continue,
             };
             let r = l.sample(io.at_ms, val, io.ddir, io.bytes, io.offset);
+            self.keep(r);
+        }
+        if let Some(h) = &mut self.hist {
+            let r = h.sample(io.at_ms, io.clat_ns, io.ddir, io.bytes);
             self.keep(r);
         }
     }
@@ -280,6 +388,14 @@ impl JobLogs {
             }
         }
         let mut parts = Vec::new();
+        if let Some(mut h) = self.hist.take() {
+            h.out
+                .flush()
+                .map_err(|e| format!("{}: {e}", h.path.display()))?;
+            if let Some(part) = h.part {
+                parts.push((part, h.path, true));
+            }
+        }
         for mut l in self.logs {
             l.out
                 .flush()

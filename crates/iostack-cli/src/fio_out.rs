@@ -49,6 +49,13 @@ fn job_stats(m: &JobMeta) -> JobStats {
     j.clat_percentiles = m.clat_percentiles;
     j.lat_percentiles = m.lat_percentiles;
     j.slat_percentiles = m.slat_percentiles;
+    let [lat, clat, slat, bw] = m.disable;
+    j.disable = iostack_report::fio::Disable {
+        lat,
+        clat,
+        slat,
+        bw,
+    };
     if !m.percentile_list.is_empty() {
         j.percentile_list = m.percentile_list.clone();
         j.percentile_precision = m.percentile_precision;
@@ -231,7 +238,14 @@ pub fn build(
                 } else {
                     iostack_report::fio::Ddir::Write
                 };
-                j.dir_mut(dd).runtime_ms = (run_ns / 1_000_000).max(1);
+                // fio's update_runtime per direction: with verify, the writes
+                // up to the verify phase, its reads after.
+                let ns = match p.verify_start {
+                    Some(v) if i == 1 => v.since(p.start).as_ns(),
+                    Some(v) => p.end.since(v).as_ns(),
+                    None => run_ns,
+                };
+                j.dir_mut(dd).runtime_ms = (ns / 1_000_000).max(1);
             }
         }
         if let Some(e) = &p.error {

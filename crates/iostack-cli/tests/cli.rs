@@ -414,3 +414,84 @@ fn split_bios_survive_tag_sleeps_under_the_checker() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A job with `verify=`: fio's report has the verify reads as its read
+/// direction, each direction with its own phase's runtime, and stderr says
+/// that no data was compared.
+#[test]
+fn verify_reports_its_reads_and_says_no_data_is_compared() {
+    let dir = std::env::temp_dir().join(format!("iostack-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("verify.fio");
+    let text = "[v]\nfilename=/mnt/test/f\nrw=randwrite\nbs=4k\nsize=1m\nverify=md5\n";
+    std::fs::write(&job, text).unwrap();
+    let args = ["run", job.to_str().unwrap(), "--output-format", "json"];
+    let (ok, out, err) = iostack(&args);
+    assert!(ok, "{err}");
+    assert!(err.contains("job 'v': verify:") && err.contains("no data is compared"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!(j["read"]["io_bytes"], 1 << 20);
+    assert_eq!(j["write"]["io_bytes"], 1 << 20);
+    let (r, w) = (&j["read"]["runtime"], &j["write"]["runtime"]);
+    assert!(r.as_u64().unwrap() > 0 && w.as_u64().unwrap() > 0);
+    assert_ne!(r, w, "each phase its own runtime");
+    let (ok, _, err) = iostack(&["run", job.to_str().unwrap()]);
+    assert!(ok && err.contains("no data is compared"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `disable_lat`, `disable_clat`, `disable_slat`: fio's report loses those
+/// lines (no samples are taken, `account_io_completion`), and with
+/// `disable_clat` the `lat (usec)` buckets; `disable_bw_measurement` empties
+/// a per-I/O bandwidth log and its report statistics.
+#[test]
+fn disable_options_remove_their_report_sections() {
+    let dir = std::env::temp_dir().join(format!("iostack-disable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("d.fio");
+    let base = "[j]\nfilename=/mnt/test/a\nsize=256k\nrw=randread\ndirect=1\n\
+                ioengine=libaio\niodepth=4\n";
+    let run = |extra: &str| {
+        std::fs::write(&job, format!("{base}{extra}")).unwrap();
+        let (ok, out, err) = iostack(&["run", job.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        out
+    };
+    let all = run("");
+    for needle in ["    slat (", "    clat (", "     lat (", "\n  lat (usec)"] {
+        assert!(all.contains(needle), "{needle} in\n{all}");
+    }
+    let lacks = |extra: &str, gone: &[&str], kept: &[&str]| {
+        let out = run(extra);
+        for g in gone {
+            assert!(!out.contains(g), "{extra}: {g} in\n{out}");
+        }
+        for k in kept {
+            assert!(out.contains(k), "{extra}: {k} not in\n{out}");
+        }
+    };
+    lacks(
+        "disable_lat=1\n",
+        &["     lat ("],
+        &["    clat (", "    slat ("],
+    );
+    lacks(
+        "disable_clat=1\n",
+        &["    clat (", "clat percentiles", "\n  lat (usec)"],
+        &["     lat ("],
+    );
+    lacks("disable_slat=1\n", &["    slat ("], &["    clat ("]);
+    let bw = dir.join("b");
+    let bw = bw.to_str().unwrap();
+    let bw_log = format!("{bw}_bw.1.log");
+    lacks(&format!("write_bw_log={bw}\n"), &[], &["   bw ("]);
+    assert!(!std::fs::read_to_string(&bw_log).unwrap().is_empty());
+    lacks(
+        &format!("write_bw_log={bw}\ndisable_bw_measurement=1\n"),
+        &["   bw ("],
+        &[],
+    );
+    assert!(std::fs::read_to_string(&bw_log).unwrap().is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -370,3 +370,122 @@ fn report_options_change_the_report_as_fio() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The Python with pandas that `scripts/setup` installs (`target/venv`),
+/// for fio's `fiologparser_hist.py`. `scripts/test` always makes it first
+/// (and its Python tests need it), so a plain `cargo test` without it skips
+/// that step, saying so.
+fn venv_python() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/venv/bin/python");
+    if p.exists() {
+        return Some(p);
+    }
+    eprintln!("target/venv is missing (scripts/setup makes it): fiologparser_hist.py not run");
+    None
+}
+
+/// `write_hist_log` with `log_hist_msec=100`: fio's `PREFIX_clat_hist.N.log`,
+/// `time, ddir, bs` and the 1856 clat bins of each window (2^N merged with
+/// `log_hist_coarseness=N`); with coarseness 0 the windows add up, bin by
+/// bin, to no more than the json+ clat bins, and to all but the last
+/// window's I/Os; Debian's `fiologparser_hist.py` reads the file.
+/// `log_max_value` makes averaged latency entries the window's maximum.
+#[test]
+fn hist_logs_are_fios_and_fiologparser_hist_reads_them() {
+    let d = tmpdir("hist");
+    let job = "[j]\nfilename=/mnt/test/f\nsize=4m\nrw=randread\nioengine=libaio\niodepth=4\n\
+               direct=1\nwrite_hist_log=h\nlog_hist_msec=100\n";
+    std::fs::write(d.join("j.fio"), job).unwrap();
+    let out = iostack(&d, &["run", "j.fio", "--output-format", "json+"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let bins = bins_of(&v["jobs"][0]);
+    let clat = &bins[&("read".to_string(), "clat_ns".to_string())];
+    let text = std::fs::read_to_string(d.join("h_clat_hist.1.log")).unwrap();
+    let lines: Vec<Vec<u64>> = text
+        .lines()
+        .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert!(lines.len() >= 5, "{}", lines.len());
+    let mut sum = vec![0u64; 1856];
+    for l in &lines {
+        assert_eq!(l.len(), 3 + 1856);
+        assert_eq!((l[1], l[2]), (0, 4096));
+        for (s, c) in sum.iter_mut().zip(&l[3..]) {
+            *s += c;
+        }
+    }
+    assert!(lines.windows(2).all(|w| w[1][0] > w[0][0]));
+    let logged: u64 = sum.iter().sum();
+    let total: u64 = clat.values().sum();
+    assert!(logged < total && logged > total / 2, "{logged} of {total}");
+    for (k, &n) in sum.iter().enumerate() {
+        let at = iostack_report::fio::plat_idx_to_val(k);
+        assert!(n <= clat.get(&at).copied().unwrap_or(0), "bin {k}");
+    }
+    let coarse = job.replace(
+        "log_hist_msec=100\n",
+        "log_hist_msec=100\nlog_hist_coarseness=4\n",
+    );
+    std::fs::write(d.join("j.fio"), coarse).unwrap();
+    iostack(&d, &["run", "j.fio"]);
+    let text = std::fs::read_to_string(d.join("h_clat_hist.1.log")).unwrap();
+    assert!(text.lines().all(|l| l.split(", ").count() == 3 + 1856 / 16));
+    // log_max_value: each averaged clat entry is at least the mean's.
+    let avg = "[j]\nfilename=/mnt/test/f\nsize=4m\nrw=randread\nioengine=libaio\niodepth=4\n\
+               direct=1\nwrite_lat_log=m\nlog_avg_msec=100\n";
+    std::fs::write(d.join("a.fio"), avg).unwrap();
+    iostack(&d, &["run", "a.fio"]);
+    let mean = log_of(&d, "m_clat.1.log", false);
+    std::fs::write(d.join("a.fio"), format!("{avg}log_max_value=1\n")).unwrap();
+    iostack(&d, &["run", "a.fio"]);
+    let max = log_of(&d, "m_clat.1.log", false);
+    assert_eq!(mean.len(), max.len());
+    assert!(mean
+        .iter()
+        .zip(&max)
+        .all(|(a, b)| a[0] == b[0] && b[1] >= a[1]));
+    assert!(mean.iter().zip(&max).any(|(a, b)| b[1] > a[1]));
+    let Some(python) = venv_python() else {
+        return;
+    };
+    // Debian's fio package ships the script in its documentation.
+    let gz = "/usr/share/doc/fio/fiologparser_hist.py.gz";
+    if !Path::new(gz).exists() {
+        assert!(
+            std::env::var("IOSTACK_SKIP_REAL_TOOLS").as_deref() == Ok("1"),
+            "{gz} is missing (install fio, or set IOSTACK_SKIP_REAL_TOOLS=1)"
+        );
+        return;
+    }
+    let script = Command::new("zcat").arg(gz).output().unwrap();
+    assert!(script.status.success(), "{gz}");
+    std::fs::write(d.join("fph.py"), script.stdout).unwrap();
+    std::fs::write(d.join("j.fio"), job).unwrap();
+    iostack(&d, &["run", "j.fio"]);
+    let o = Command::new(python)
+        .current_dir(&d)
+        .args([
+            "fph.py",
+            "--group_nr",
+            "29",
+            "-i",
+            "100",
+            "h_clat_hist.1.log",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<&str> = out.lines().collect();
+    assert!(
+        rows[0].starts_with("end-time, samples, min, avg, median"),
+        "{out}"
+    );
+    assert!(rows.len() >= 5, "{out}");
+    let samples: f64 = rows[1..]
+        .iter()
+        .map(|r| r.split(", ").nth(1).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(samples > 0.0, "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}

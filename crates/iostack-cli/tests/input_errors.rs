@@ -220,7 +220,7 @@ fn every_problem_of_a_job_file_is_reported_in_one_run() {
     std::fs::write(
         &job,
         "[global]\nsize=1m\nblocksze=4k\n[j]\nfilename=/mnt/test/e\nrw=randread\n\
-         bs=4q\nverify=md5\n",
+         bs=4q\nramp_time=2\n",
     )
     .unwrap();
     let path = job.to_str().unwrap();
@@ -239,6 +239,6 @@ fn every_problem_of_a_job_file_is_reported_in_one_run() {
     );
     assert_eq!(
         lines[2],
-        format!("{path}:8: job 'j': option 'verify=md5' is refused: not modelled yet")
+        format!("{path}:8: job 'j': option 'ramp_time=2' is refused: not modelled yet")
     );
 }

@@ -171,6 +171,52 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         ),
         ("randrepeat", one("rw=randread\ndirect=1\n"), "randrepeat=0"),
         ("randseed", one("rw=randread\ndirect=1\n"), "randseed=7"),
+        ("verify", one("rw=randwrite\n"), "verify=crc32c"),
+        (
+            "zonemode",
+            one("direct=1\n"),
+            "zonemode=strided\nzonesize=16k\nzonerange=64k",
+        ),
+        (
+            "zonesize",
+            one("direct=1\nzonemode=strided\nzonesize=16k\nzonerange=64k\n"),
+            "zonesize=32k",
+        ),
+        (
+            "zonerange",
+            one("direct=1\nzonemode=strided\nzonesize=16k\n"),
+            "zonerange=64k",
+        ),
+        (
+            "zoneskip",
+            one("direct=1\nzonemode=strided\nzonesize=16k\n"),
+            "zoneskip=16k",
+        ),
+        (
+            "do_verify",
+            one("rw=randwrite\nverify=crc32c\n"),
+            "do_verify=0",
+        ),
+        (
+            "verify_only",
+            one("rw=randwrite\nverify=crc32c\n"),
+            "verify_only",
+        ),
+        (
+            "verify_backlog",
+            one("rw=randwrite\nverify=crc32c\n"),
+            "verify_backlog=8",
+        ),
+        (
+            "verify_backlog_batch",
+            one("rw=randwrite\nverify=crc32c\nverify_backlog=8\n"),
+            "verify_backlog_batch=2",
+        ),
+        (
+            "random_generator",
+            one("rw=randread\ndirect=1\n"),
+            "random_generator=lfsr",
+        ),
     ]
 }
 

@@ -191,6 +191,27 @@ pub struct Mballoc {
     pa_seq: u64,
 }
 
+/// The buddy decomposition of free extent `[s, e)` (within one group of `bpg`
+/// blocks): aligned chunks relative to the group start, each as large as
+/// alignment, the order cap and the extent end allow (`mb_mark_used` /
+/// `mb_free_blocks` on the buddy bitmap).
+fn decompose(bpg: u64, max_order: u32, (s, e): (u64, u64), mut f: impl FnMut(u64, u32)) {
+    let gs = s / bpg * bpg;
+    let (mut p, end) = (s - gs, e - gs);
+    while p < end {
+        let mut k = if p == 0 {
+            max_order
+        } else {
+            p.trailing_zeros().min(max_order)
+        };
+        while (1u64 << k) > end - p {
+            k -= 1;
+        }
+        f(gs + p, k);
+        p += 1 << k;
+    }
+}
+
 fn fls(x: u64) -> u32 {
     64 - x.leading_zeros()
 }
@@ -244,10 +265,7 @@ impl Mballoc {
             pa_free: 0,
             pa_seq: 0,
         };
-        for g in 0..ngroups {
-            let (s, e) = (mb.gstart(g), mb.gend(g));
-            mb.add_extent(s, e);
-        }
+        mb.add_all_groups();
         Ok(mb)
     }
 
@@ -270,21 +288,8 @@ impl Mballoc {
     /// The buddy decomposition of free extent `[s, e)` (within one group): aligned
     /// chunks relative to the group start, each as large as alignment, the order
     /// cap and the extent end allow.
-    fn decompose(&self, s: u64, e: u64, mut f: impl FnMut(u64, u32)) {
-        let gs = s / self.bpg * self.bpg;
-        let (mut p, end) = (s - gs, e - gs);
-        while p < end {
-            let mut k = if p == 0 {
-                self.max_order
-            } else {
-                p.trailing_zeros().min(self.max_order)
-            };
-            while (1u64 << k) > end - p {
-                k -= 1;
-            }
-            f(gs + p, k);
-            p += 1 << k;
-        }
+    fn decompose(&self, s: u64, e: u64, f: impl FnMut(u64, u32)) {
+        decompose(self.bpg, self.max_order, (s, e), f);
     }
 
     fn add_extent(&mut self, s: u64, e: u64) {
@@ -293,12 +298,11 @@ impl Mballoc {
         self.groups[g].free += e - s;
         self.groups[g].fragments += 1;
         self.total_free += e - s;
-        let mut ch = Vec::new();
-        self.decompose(s, e, |c, k| ch.push((k, c)));
-        for (k, c) in ch {
-            self.groups[g].counters[k as usize] += 1;
-            self.chunks.insert((k, c));
-        }
+        let (group, chunks) = (&mut self.groups[g], &mut self.chunks);
+        decompose(self.bpg, self.max_order, (s, e), |c, k| {
+            group.counters[k as usize] += 1;
+            chunks.insert((k, c));
+        });
     }
 
     fn del_extent(&mut self, s: u64, e: u64) {
@@ -307,12 +311,33 @@ impl Mballoc {
         self.groups[g].free -= e - s;
         self.groups[g].fragments -= 1;
         self.total_free -= e - s;
-        let mut ch = Vec::new();
-        self.decompose(s, e, |c, k| ch.push((k, c)));
-        for (k, c) in ch {
-            self.groups[g].counters[k as usize] -= 1;
-            self.chunks.remove(&(k, c));
+        let (group, chunks) = (&mut self.groups[g], &mut self.chunks);
+        decompose(self.bpg, self.max_order, (s, e), |c, k| {
+            group.counters[k as usize] -= 1;
+            chunks.remove(&(k, c));
+        });
+    }
+
+    /// Every group wholly free, as `add_extent` on each in turn leaves it:
+    /// the ordered maps are built at once from their sorted entries.
+    fn add_all_groups(&mut self) {
+        let mut free = Vec::with_capacity(self.ngroups as usize);
+        let mut chunks = Vec::new();
+        for g in 0..self.ngroups {
+            let (s, e) = (self.gstart(g), self.gend(g));
+            free.push((s, e));
+            let group = &mut self.groups[g as usize];
+            group.free += e - s;
+            group.fragments += 1;
+            self.total_free += e - s;
+            decompose(self.bpg, self.max_order, (s, e), |c, k| {
+                group.counters[k as usize] += 1;
+                chunks.push((k, c));
+            });
         }
+        debug_assert!(self.free.is_empty() && self.chunks.is_empty());
+        self.free = free.into_iter().collect();
+        self.chunks = chunks.into_iter().collect();
     }
 
     /// The free extent holding block `b`.
@@ -1118,6 +1143,51 @@ mod tests {
 
     fn mb(variant: MbVariant) -> Mballoc {
         Mballoc::new(MbConfig::defaults(variant), 12, 32768, 32768 * 8, 4).unwrap()
+    }
+
+    /// All groups free at once (`add_all_groups`) is the state `add_extent`
+    /// on each group leaves, with a partial last group.
+    #[test]
+    fn a_new_allocator_is_every_group_added_in_turn() {
+        let m = Mballoc::new(
+            MbConfig::defaults(MbVariant::V2630),
+            12,
+            32768,
+            32768 * 5 + 9001,
+            4,
+        )
+        .unwrap();
+        let mut by_one = Mballoc::new(
+            MbConfig::defaults(MbVariant::V2630),
+            12,
+            32768,
+            32768 * 5 + 9001,
+            4,
+        )
+        .unwrap();
+        by_one.free.clear();
+        by_one.chunks.clear();
+        by_one.total_free = 0;
+        for g in by_one.groups.iter_mut() {
+            *g = GroupInfo {
+                free: 0,
+                fragments: 0,
+                counters: [0; NORDERS],
+                block_uninit: g.block_uninit,
+            };
+        }
+        for g in 0..by_one.ngroups {
+            by_one.add_extent(by_one.gstart(g), by_one.gend(g));
+        }
+        assert_eq!(m.free, by_one.free);
+        assert_eq!(m.chunks, by_one.chunks);
+        assert_eq!(m.total_free, by_one.total_free);
+        assert_eq!(format!("{:?}", m.groups), format!("{:?}", by_one.groups));
+        assert!(
+            m.chunks.iter().any(|&(k, _)| k < m.max_order),
+            "a partial group"
+        );
+        m.check().unwrap();
     }
 
     #[test]

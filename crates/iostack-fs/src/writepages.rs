@@ -59,6 +59,32 @@ impl<'a> FsWriteback<'a> {
         }
     }
 
+    /// `block_write_full_page` on each page of `[first, first + n)`: a bio
+    /// per page, queued as runs of pages whose blocks follow one another.
+    fn write_buffers(&mut self, vm: &mut Vm, map: u32, first: u64, n: u64) {
+        let ino = vm.map_ino[map as usize];
+        let mut open: Option<PageRun> = None;
+        for page in first..first + n {
+            let pblk = self.map_page(ino, page);
+            match open.as_mut() {
+                Some(r) if r.pblk + r.pages == pblk => r.pages += 1,
+                _ => {
+                    if let Some(run) = open.take() {
+                        vm.wb_out.push(WbAction::WriteEach { map, run });
+                    }
+                    open = Some(PageRun {
+                        first: page,
+                        pages: 1,
+                        pblk,
+                    });
+                }
+            }
+        }
+        if let Some(run) = open {
+            vm.wb_out.push(WbAction::WriteEach { map, run });
+        }
+    }
+
     /// ext4's `__mpage_da_writepage`: collect contiguous delalloc pages into
     /// an extent (locked, dirty tag set); on the first page that does not
     /// follow, write the extent and stop (`MPAGE_DA_EXTENT_TAIL`); after it,
@@ -122,14 +148,13 @@ impl<'a> FsWriteback<'a> {
             Err((l, _)) => panic!("ext4 writeback of inode {ino} at {l}: allocation failed"),
         };
         for r in &runs {
-            for i in 0..r.len {
-                let run = PageRun {
-                    first: r.logical + i,
-                    pages: 1,
-                    pblk: r.physical + i,
-                };
-                vm.wb_out.push(WbAction::Write { map: w.map, run });
-            }
+            // ext4_da_writepage on each page: one bio per buffer.
+            let run = PageRun {
+                first: r.logical,
+                pages: r.len,
+                pblk: r.physical,
+            };
+            vm.wb_out.push(WbAction::WriteEach { map: w.map, run });
         }
         if l < next {
             // ext4_da_writepage on a page with delayed buffers: redirty it.
@@ -197,6 +222,45 @@ impl Writepages for FsWriteback<'_> {
         vm.take_page(w.map as usize, page);
         self.write_page(vm, w, page);
         PageDone::Written
+    }
+
+    /// A run of pages after one written: ext4 goes on collecting them into
+    /// its extent (`__mpage_da_writepage` on each page that follows it);
+    /// the generic writers take each page and write it (`__writepage`).
+    /// XFS's pages after a written one are its cluster's, not a run's.
+    fn writepage_run(
+        &mut self,
+        vm: &mut Vm,
+        _wbc: &Wbc,
+        w: &mut Wcp,
+        task: TaskId,
+        (first, n): (u64, u64),
+    ) -> u64 {
+        match self.kind(vm, w.map) {
+            WritepageKind::Ext4Da => match w.ext {
+                Some((efirst, next)) if next == first && !w.io_done => {
+                    w.ext = Some((efirst, first + n));
+                    vm.extent_lock_pages(task, w.map, efirst, (first, n));
+                    n
+                }
+                _ => 0,
+            },
+            WritepageKind::XfsCluster => 0,
+            // clear_page_dirty_for_io on each, then ->writepage on each:
+            // neither looks at the other pages.
+            WritepageKind::PerBuffer => {
+                vm.take_pages(w.map as usize, first, n);
+                self.write_buffers(vm, w.map, first, n);
+                n
+            }
+            WritepageKind::Mpage => {
+                vm.take_pages(w.map as usize, first, n);
+                for page in first..first + n {
+                    self.write_page(vm, w, page);
+                }
+                n
+            }
+        }
     }
 
     fn clusters(&self, vm: &Vm, w: &Wcp) -> bool {

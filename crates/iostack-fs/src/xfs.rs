@@ -31,6 +31,7 @@
 use crate::extent_fs::{check_tiling, ExtentFs, FileExtent};
 use crate::{BlockMapping, FsError, GetBlock};
 use iostack_core::Tunables;
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `MAXEXTLEN`: 21-bit extent length.
@@ -125,6 +126,13 @@ pub struct Xfs {
     inodes: Vec<XInode>,
     names: BTreeMap<String, u32>,
     by_ino: BTreeMap<u32, usize>,
+    /// The record `rec_at` found last, `(inode slot, offset, record)`:
+    /// writeback maps a file page by page in order, so the next page is
+    /// mostly in it. Forgotten whenever an extent list changes
+    /// (`insert_rec`, `cut_rec`).
+    last_rec: Cell<Option<(usize, u64, Rec)>>,
+    /// The inode `idx` found last, with its slot.
+    last_ino: Cell<Option<(u32, usize)>>,
     meta: Vec<(u64, u64, &'static str)>,
     inopb: u64,
     chunk_blocks: u64,
@@ -206,6 +214,8 @@ impl Xfs {
             inodes: Vec::new(),
             names: BTreeMap::new(),
             by_ino: BTreeMap::new(),
+            last_rec: Cell::new(None),
+            last_ino: Cell::new(None),
             meta: Vec::new(),
             inopb,
             chunk_blocks,
@@ -522,10 +532,20 @@ impl Xfs {
     }
 
     fn idx(&self, ino: u32) -> Result<usize, FsError> {
-        self.by_ino
+        // Writeback asks for one inode page after page; an inode keeps its
+        // slot for the life of the file system.
+        if let Some((last, i)) = self.last_ino.get() {
+            if last == ino {
+                return Ok(i);
+            }
+        }
+        let i = self
+            .by_ino
             .get(&ino)
             .copied()
-            .ok_or_else(|| FsError::NoSuchFile(format!("inode {ino}")))
+            .ok_or_else(|| FsError::NoSuchFile(format!("inode {ino}")))?;
+        self.last_ino.set(Some((ino, i)));
+        Ok(i)
     }
 
     fn check_range(lblk: u64, n: u64) -> Result<(), FsError> {
@@ -534,8 +554,17 @@ impl Xfs {
 
     /// The record holding `lblk`: (offset, record).
     fn rec_at(&self, i: usize, lblk: u64) -> Option<(u64, Rec)> {
+        if let Some((li, o, r)) = self.last_rec.get() {
+            if li == i && o <= lblk && lblk < o + r.len {
+                return Some((o, r));
+            }
+        }
         let (&o, &r) = self.inodes[i].map.range(..=lblk).next_back()?;
-        (lblk < o + r.len).then_some((o, r))
+        let found = (lblk < o + r.len).then_some((o, r));
+        if found.is_some() {
+            self.last_rec.set(Some((i, o, r)));
+        }
+        found
     }
 
     /// Holes in `[s, e)`.
@@ -562,6 +591,7 @@ impl Xfs {
     /// Insert a record into a hole, merging with like neighbours up to MAXEXTLEN
     /// (`xfs_bmap_add_extent_hole_delay` / `_hole_real` / `_delay_real`).
     fn insert_rec(&mut self, i: usize, off: u64, rec: Rec) {
+        self.last_rec.set(None);
         let map = &mut self.inodes[i].map;
         let contig = |a_off: u64, a: Rec, b_off: u64, b: Rec| {
             a_off + a.len == b_off
@@ -616,6 +646,7 @@ impl Xfs {
         let Some((o, r)) = self.rec_at(i, s) else {
             return;
         };
+        self.last_rec.set(None);
         let map = &mut self.inodes[i].map;
         map.remove(&o);
         if o < s {
@@ -853,6 +884,7 @@ impl ExtentFs for Xfs {
             return Ok(ino);
         }
         let ino = self.new_ino()?;
+        self.last_ino.set(None);
         self.by_ino.insert(ino, self.inodes.len());
         self.inodes.push(XInode {
             ino,
@@ -928,13 +960,20 @@ impl ExtentFs for Xfs {
     ) -> Result<u64, FsError> {
         let i = self.idx(ino)?;
         Self::check_range(lblk, n)?;
-        match self.rec_at(i, lblk) {
-            Some((_, Rec { start: Some(_), .. })) => {}
-            Some((o, Rec { len, start: None })) => self.write_allocate(i, o, len, lblk)?,
-            None => self.write_direct(i, lblk, n)?,
-        }
-        let (o, r) = self.rec_at(i, lblk).ok_or(FsError::NoSpace)?;
-        let p = r.start.ok_or(FsError::NoSpace)?;
+        let (o, r) = match self.rec_at(i, lblk) {
+            // Already allocated: the record found is the mapping.
+            Some(found @ (_, Rec { start: Some(_), .. })) => found,
+            found => {
+                match found {
+                    Some((o, Rec { len, .. })) => self.write_allocate(i, o, len, lblk)?,
+                    None => self.write_direct(i, lblk, n)?,
+                }
+                self.rec_at(i, lblk).ok_or(FsError::NoSpace)?
+            }
+        };
+        let Some(p) = r.start else {
+            return Err(FsError::NoSpace);
+        };
         let len = n.min(o + r.len - lblk);
         out.push(FileExtent {
             logical: lblk,
@@ -1005,6 +1044,48 @@ mod tests {
         let fs = Xfs::new(XfsParams::mkfs_defaults(4096, 16 << 20)).unwrap();
         assert_eq!(fs.ag_count(), 16);
         assert_eq!(fs.ag_blocks(), 1 << 20);
+        fs.check_consistency().unwrap();
+    }
+
+    /// The record `rec_at` remembers never outlives a change of the extent
+    /// list: after writes, writeback page by page and truncation in any
+    /// order, every block maps as the extent list itself says.
+    #[test]
+    fn remembered_record_agrees_with_the_extent_list() {
+        let mut fs = Xfs::new(XfsParams::mkfs_defaults(4096, 1 << 20)).unwrap();
+        let inos = [fs.create("a").unwrap(), fs.create("b").unwrap()];
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut out = Vec::new();
+        for _ in 0..400 {
+            let ino = inos[next(2) as usize];
+            let l = next(3000);
+            match next(4) {
+                0 => fs.delalloc_reserve(ino, l, 1 + next(40)).unwrap(),
+                1 | 2 => {
+                    let _ = fs.map_for_writeback(ino, l, 1 + next(8), &mut out);
+                }
+                _ => {
+                    fs.set_i_size(ino, l * 4096);
+                    fs.release_file(ino);
+                }
+            }
+            let i = fs.idx(ino).unwrap();
+            for b in [l, l + 1, l.saturating_sub(1), next(3000)] {
+                let map = &fs.inodes[i].map;
+                let want = map
+                    .range(..=b)
+                    .next_back()
+                    .map(|(&o, &r)| (o, r))
+                    .filter(|&(o, r)| b < o + r.len);
+                assert_eq!(fs.rec_at(i, b), want, "block {b}");
+            }
+        }
         fs.check_consistency().unwrap();
     }
 

@@ -109,7 +109,7 @@ impl Side {
                 return;
             };
             let (r, rest) = if self.runs {
-                self.q.submit_bio_run(now, bio, &mut self.tr, &mut self.out)
+                BlockQueue::submit_bio_run(&mut self.q, now, bio, &mut self.tr, &mut self.out)
             } else {
                 // The default of the trait: each bio on its own.
                 let first = bio.split_first();

@@ -136,6 +136,14 @@ fn word_masks(lo: u64, hi: u64) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
+/// The word and mask of `[start, start + n)` if it is non-empty, inside one
+/// word, and does not overflow (the range ops saturate at `u64::MAX`).
+#[inline]
+fn one_word(start: u64, n: u64) -> Option<(u64, u64)> {
+    let last = start.checked_add(n)?.checked_sub(1).filter(|_| n > 0)?;
+    (start / 64 == last / 64).then(|| (start / 64, mask_bits(start % 64, last % 64 + 1)))
+}
+
 fn mask_bits(lo: u64, hi: u64) -> u64 {
     let upper = if hi >= 64 { !0u64 } else { (1u64 << hi) - 1 };
     upper & (!0u64 << lo)
@@ -325,6 +333,18 @@ impl PageBits {
 
     /// Set `[start, start + n)`; returns how many were clear.
     pub fn set_range(&mut self, start: u64, n: u64) -> u64 {
+        if let Some((w, mask)) = one_word(start, n) {
+            // Inside one word (a pagevec's run, as a rule): that word alone.
+            let slot = self.find_or_alloc(w / WORDS as u64);
+            let leaf = &mut self.slots[slot];
+            let wi = (w % WORDS as u64) as usize;
+            let added = (mask & !leaf.words[wi]).count_ones();
+            leaf.words[wi] |= mask;
+            leaf.sum(wi);
+            leaf.ones += added;
+            self.ones += added as u64;
+            return added as u64;
+        }
         let mut added = 0;
         for (c, lo, hi) in leaf_spans(start, start.saturating_add(n)) {
             let slot = self.find_or_alloc(c);
@@ -336,6 +356,9 @@ impl PageBits {
 
     /// Clear `[start, start + n)`; returns how many were set.
     pub fn clear_range(&mut self, start: u64, n: u64) -> u64 {
+        if let Some((w, mask)) = one_word(start, n) {
+            return self.clear_word(w, mask);
+        }
         let end = start.saturating_add(n);
         if n > 0 && start / LEAF_BITS == (end - 1) / LEAF_BITS {
             // Inside one leaf (a bio's pages, as a rule): that leaf alone.
@@ -398,7 +421,12 @@ impl PageBits {
                 return (i < limit).then_some(i);
             }
         }
-        let (c, leaf) = self.leaves_in(c0.checked_add(1)?).next()?;
+        let c1 = c0.checked_add(1)?;
+        if limit <= c1.saturating_mul(LEAF_BITS) {
+            // The range ends in this leaf: no need to look further.
+            return None;
+        }
+        let (c, leaf) = self.leaves_in(c1).next()?;
         let x = leaf.next(0, true).expect("a live leaf has a bit set");
         let i = c * LEAF_BITS + x;
         (i < limit).then_some(i)
@@ -419,6 +447,41 @@ impl PageBits {
             i = (c + 1).saturating_mul(LEAF_BITS);
         }
         None
+    }
+
+    /// `radix_tree_gang_lookup_tag` over two tags at once: append to `out`,
+    /// in order, the indexes in `[from, limit)` set in `self` or in `other`,
+    /// until `out` holds `max`. The same indexes as calling `next_set` on both
+    /// page by page, but a word of 64 pages at a time: one ordered lookup to
+    /// reach the next set bit, then the rest of its word.
+    pub fn gang_lookup_either(
+        &self,
+        other: &PageBits,
+        (from, limit): (u64, u64),
+        max: usize,
+        out: &mut Vec<u64>,
+    ) {
+        let mut i = from;
+        while out.len() < max && i < limit {
+            let a = self.next_set(i, limit);
+            let b = if other.ones == 0 {
+                None
+            } else {
+                other.next_set(i, a.unwrap_or(limit))
+            };
+            // `b` is only searched below `a`: the first of the two.
+            let Some(p) = b.or(a) else {
+                break;
+            };
+            let w = p / 64;
+            let wend = (w * 64).saturating_add(64).min(limit);
+            let mut bits = (self.word(w) | other.word(w)) & mask_bits(p % 64, wend - w * 64);
+            while bits != 0 && out.len() < max {
+                out.push(w * 64 + bits.trailing_zeros() as u64);
+                bits &= bits - 1;
+            }
+            i = wend;
+        }
     }
 
     /// End of the run of set bits starting at `from` (exclusive), at most `limit`.
@@ -490,6 +553,48 @@ mod tests {
     fn long_ranges_across_leaves_agree_with_a_bool_model() {
         against_model(11, 5 * LEAF_BITS + 77, 3 * LEAF_BITS, 1500);
         against_model(12, 3 * LEAF_BITS, 130, 4000);
+    }
+
+    /// The word-at-a-time gang lookup over two bitmaps returns what the
+    /// page-by-page `next_set` walk of `pagevec_lookup_tag` did.
+    #[test]
+    fn gang_lookup_either_agrees_with_next_set_page_by_page() {
+        let mut rng = Rng::stream(iostack_des::Seed(5), "gang");
+        for round in 0..300 {
+            let (mut a, mut b) = (PageBits::new(), PageBits::new());
+            let span = 3 * LEAF_BITS;
+            for _ in 0..rng.below(12) {
+                a.set_range(rng.below(span), rng.below(200));
+            }
+            for _ in 0..rng.below(4) * (round % 2) {
+                b.set_range(rng.below(span), rng.below(40));
+            }
+            let from = rng.below(span);
+            let limit = if rng.below(4) == 0 {
+                u64::MAX
+            } else {
+                from + rng.below(span)
+            };
+            let max = 1 + rng.below(70) as usize;
+            let mut want = Vec::new();
+            let mut i = from;
+            while want.len() < max {
+                let d = a.next_set(i, limit);
+                let t = b.next_set(i, d.unwrap_or(limit)).or(d);
+                let Some(p) = t else { break };
+                want.push(p);
+                i = p + 1;
+            }
+            let mut got = vec![7];
+            a.gang_lookup_either(&b, (from, limit), max + 1, &mut got);
+            assert_eq!(got[0], 7);
+            assert_eq!(&got[1..], &want[..], "from {from} limit {limit} max {max}");
+        }
+        let mut far = PageBits::new();
+        far.set_range(u64::MAX - 70, 70);
+        let mut got = Vec::new();
+        far.gang_lookup_either(&PageBits::new(), (u64::MAX - 3, u64::MAX), 14, &mut got);
+        assert_eq!(got, vec![u64::MAX - 3, u64::MAX - 2, u64::MAX - 1]);
     }
 
     #[test]

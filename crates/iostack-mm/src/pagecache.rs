@@ -264,17 +264,19 @@ impl Vm {
         }
     }
 
+    /// `take_page` on each page of `[first, first + n)`.
+    pub fn take_pages(&mut self, map: usize, first: u64, n: u64) {
+        let m = &mut self.maps[map];
+        self.nr_dirty -= m.dirty.clear_range(first, n);
+        self.nr_writeback += m.writeback.set_range(first, n);
+    }
+
     /// `redirty_page_for_writepage` on pages taken by `take_page` whose write did
     /// not start: dirty again, no longer under writeback.
     pub fn redirty_pages(&mut self, map: usize, first: u64, end: u64) {
         let m = &mut self.maps[map];
-        for p in first..end {
-            if m.writeback.clear(p) {
-                self.nr_writeback -= 1;
-            }
-            if m.dirty.set(p) {
-                self.nr_dirty += 1;
-            }
-        }
+        let n = end.saturating_sub(first);
+        self.nr_writeback -= m.writeback.clear_range(first, n);
+        self.nr_dirty += m.dirty.set_range(first, n);
     }
 }

@@ -19,6 +19,11 @@ pub struct PageRun {
 pub enum WbAction {
     /// Queue write bios for a run of pages of `map` on the caller's queue.
     Write { map: u32, run: PageRun },
+    /// Queue one single-page write bio for each page of the run, in order,
+    /// at the blocks that follow `run.pblk` (`block_write_full_page`: one
+    /// `submit_bh` per buffer, the buffers of a run of pages one after
+    /// another on disk). The same bios as one `Write` per page.
+    WriteEach { map: u32, run: PageRun },
     /// Wake a task (a `lock_page` waiter whose page was unlocked).
     Wake(TaskId),
 }
@@ -130,7 +135,8 @@ pub struct Wcp {
 #[derive(Debug)]
 pub struct WbJob {
     pub wbc: Wbc,
-    pub cur: Option<Wcp>,
+    /// Boxed: the job moves in and out of its task at every step.
+    pub cur: Option<Box<Wcp>>,
     pub queued: bool,
     /// This pass already met the inodes another task was writing.
     pub saw_locked: bool,

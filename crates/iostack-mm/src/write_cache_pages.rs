@@ -60,6 +60,22 @@ pub trait Writepages {
         task: TaskId,
         page: u64,
     ) -> PageDone;
+    /// The callback on each page of `[first, first + n)` in turn, when each
+    /// is dirty, not under writeback and not locked in another caller's
+    /// extent, and the callback just returned `Written` for page `first - 1`:
+    /// returns `n` if it took them all as the page-by-page calls would
+    /// (each `Written`, with the same effects), or 0 if it cannot take the
+    /// run at once (`write_cache_pages` then goes page by page).
+    fn writepage_run(
+        &mut self,
+        _vm: &mut Vm,
+        _wbc: &Wbc,
+        _w: &mut Wcp,
+        _task: TaskId,
+        (_first, _n): (u64, u64),
+    ) -> u64 {
+        0
+    }
     /// XFS: after a page, `xfs_cluster_write` goes on from the next one.
     fn clusters(&self, vm: &Vm, w: &Wcp) -> bool;
     /// `xfs_cluster_write` / `xfs_convert_page`: one bio's worth of the pages
@@ -107,7 +123,13 @@ impl Vm {
     }
 
     /// After a pagevec: finish the call if it is done, else keep it.
-    fn wcp_continue(&mut self, job: &mut WbJob, w: Wcp, c: WcpCaller, fs: &mut dyn Writepages) {
+    fn wcp_continue(
+        &mut self,
+        job: &mut WbJob,
+        w: Box<Wcp>,
+        c: WcpCaller,
+        fs: &mut dyn Writepages,
+    ) {
         if w.lock_wait.is_none()
             && w.done
             && (self.cfg.wcp_break || w.pvec_pos >= w.pvec.len())
@@ -128,23 +150,9 @@ impl Vm {
         w.pvec.clear();
         w.pvec_pos = 0;
         let m = &self.maps[w.map as usize];
-        let mut i = w.index;
-        let lim = w.end.saturating_add(1);
-        while w.pvec.len() < PAGEVEC_SIZE as usize {
-            let dirty = m.dirty.next_set(i, lim);
-            let tagged = if m.wb_locked.count() == 0 {
-                dirty
-            } else {
-                m.wb_locked.next_set(i, dirty.unwrap_or(lim)).or(dirty)
-            };
-            match tagged {
-                Some(p) => {
-                    w.pvec.push(p);
-                    i = p + 1;
-                }
-                None => break,
-            }
-        }
+        let range = (w.index, w.end.saturating_add(1));
+        m.dirty
+            .gang_lookup_either(&m.wb_locked, range, PAGEVEC_SIZE as usize, &mut w.pvec);
         if w.pvec.is_empty() {
             let wrap = if self.cfg.wcp_break {
                 !w.cycled
@@ -211,8 +219,62 @@ impl Vm {
                 w.cluster = Some(page + 1);
                 break;
             }
+            cost += self.wcp_run(job, w, c, fs, page);
         }
         cost
+    }
+
+    /// After `page` was written: the pagevec's next pages, when they follow it
+    /// one by one in the file and are dirty, not under writeback and not
+    /// locked in another caller's extent, pass every check of the loop in
+    /// `wcp_pagevec`, so they go to the callback as one run
+    /// (`Writepages::writepage_run`) and are counted as the loop counts them.
+    /// The run stops where 2.6.29+ would stop at `done` (the quota). Returns
+    /// the CPU time used.
+    fn wcp_run(
+        &mut self,
+        job: &mut WbJob,
+        w: &mut Wcp,
+        c: WcpCaller,
+        fs: &mut dyn Writepages,
+        page: u64,
+    ) -> u64 {
+        let (pos, first) = (w.pvec_pos, page + 1);
+        let mut n = 0;
+        while w.pvec.get(pos + n) == Some(&(first + n as u64)) {
+            n += 1;
+        }
+        let mut n = n as u64;
+        if self.cfg.wcp_break {
+            if w.done {
+                return 0;
+            }
+            if !job.wbc.sync_all {
+                n = n.min(job.wbc.nr_to_write.max(0) as u64);
+            }
+        }
+        if n == 0 {
+            return 0;
+        }
+        let m = &self.maps[w.map as usize];
+        let end = m.dirty.run_end(first, first + n);
+        let end = m.writeback.next_set(first, end).unwrap_or(end);
+        let end = m.wb_locked.next_set(first, end).unwrap_or(end);
+        if end == first {
+            return 0;
+        }
+        let took = fs.writepage_run(self, &job.wbc, w, c.task, (first, end - first));
+        if took == 0 {
+            return 0;
+        }
+        debug_assert_eq!(took, end - first);
+        w.pvec_pos += took as usize;
+        w.done_index = first + took;
+        job.wbc.nr_to_write -= took as i64;
+        job.wbc.written += took;
+        // Once per page in the loop; `done` only ever becomes set.
+        self.wcp_page_done(&mut job.wbc, w, c.congested);
+        self.cfg.wb_page_ns * took
     }
 
     /// After a page: done when the quota is used up (`WB_SYNC_NONE`), or when
@@ -271,7 +333,13 @@ impl Vm {
     /// (`mapping->writeback_index`) moves for `range_cyclic`, the file system
     /// may call again; else `I_SYNC` is released and the inode requeued
     /// (`__sync_single_inode`).
-    fn wcp_finish(&mut self, job: &mut WbJob, mut w: Wcp, c: WcpCaller, fs: &mut dyn Writepages) {
+    fn wcp_finish(
+        &mut self,
+        job: &mut WbJob,
+        mut w: Box<Wcp>,
+        c: WcpCaller,
+        fs: &mut dyn Writepages,
+    ) {
         fs.end_walk(self, &job.wbc, &mut w, c.task);
         let map = w.map;
         let cyclic = job.wbc.range_cyclic;
@@ -295,7 +363,9 @@ impl Vm {
                 nw.da_start = nw.start;
                 nw.skipped = w.skipped;
             }
-            job.cur = Some(nw);
+            // The box of the call that ended holds the new one.
+            *w = nw;
+            job.cur = Some(w);
             return;
         }
         if w.owns_isync {
@@ -322,6 +392,18 @@ impl Vm {
         self.take_page(map as usize, page);
         self.maps[map as usize].wb_locked.set(page);
         let e = (task, map, first, page + 1);
+        match self.wb_extents.iter_mut().find(|x| x.0 == task) {
+            Some(x) => *x = e,
+            None => self.wb_extents.push(e),
+        }
+    }
+
+    /// `extent_lock_page` on each page of `[page, page + n)` in turn: the
+    /// extent `[first, page + n)`.
+    pub fn extent_lock_pages(&mut self, task: TaskId, map: u32, first: u64, (page, n): (u64, u64)) {
+        self.take_pages(map as usize, page, n);
+        self.maps[map as usize].wb_locked.set_range(page, n);
+        let e = (task, map, first, page + n);
         match self.wb_extents.iter_mut().find(|x| x.0 == task) {
             Some(x) => *x = e,
             None => self.wb_extents.push(e),
@@ -393,6 +475,132 @@ mod tests {
         }
     }
 
+    /// `OnePerPage`, taking a run of pages at once (`writepage_run`) or not.
+    struct Runs(bool);
+
+    impl Writepages for Runs {
+        fn writepage(&mut self, vm: &mut Vm, b: &Wbc, w: &mut Wcp, t: TaskId, p: u64) -> PageDone {
+            OnePerPage.writepage(vm, b, w, t, p)
+        }
+        fn writepage_run(
+            &mut self,
+            vm: &mut Vm,
+            _: &Wbc,
+            w: &mut Wcp,
+            _: TaskId,
+            (first, n): (u64, u64),
+        ) -> u64 {
+            if !self.0 {
+                return 0;
+            }
+            vm.take_pages(w.map as usize, first, n);
+            for page in first..first + n {
+                let run = PageRun {
+                    first: page,
+                    pages: 1,
+                    pblk: page,
+                };
+                vm.wb_out.push(WbAction::Write { map: w.map, run });
+            }
+            n
+        }
+        fn clusters(&self, _: &Vm, _: &Wcp) -> bool {
+            false
+        }
+        fn cluster_step(&mut self, _: &mut Vm, _: &mut Wbc, _: &mut Wcp, _: bool) -> u64 {
+            unreachable!("no clusters")
+        }
+        fn end_walk(&mut self, _: &mut Vm, _: &Wbc, _: &mut Wcp, _: TaskId) {}
+        fn writeback_index(&self, _: &Vm, _: &Wcp) -> Option<u64> {
+            None
+        }
+        fn restart(&mut self, _: &Vm, _: &mut Wbc, _: &Wcp, _: bool) -> Option<Restart> {
+            None
+        }
+    }
+
+    /// One random writeback pass (quota, sync mode, congestion, pagevec
+    /// break, pages dirty, under writeback or locked in another task's
+    /// extent), with or without runs: what each step did and the state left.
+    fn random_pass(seed: u64, runs: bool) -> (Vec<String>, String) {
+        let mut rng = iostack_des::Rng::stream(iostack_des::Seed(seed), "wcp-runs");
+        let mut vm = vm(false);
+        vm.cfg.wcp_break = rng.below(2) == 0;
+        let map = vm.map_of(12, 400);
+        for _ in 0..1 + rng.below(8) {
+            let (s, n) = (rng.below(400), rng.below(90));
+            let newly = vm.maps[map as usize].write_pages(s, n.min(400 - s), Instant::ZERO);
+            vm.account_dirtied(map, newly, Instant::ZERO);
+        }
+        for _ in 0..rng.below(3) {
+            let p = rng.below(400);
+            if vm.maps[map as usize].writeback.set(p) {
+                vm.nr_writeback += 1;
+            }
+        }
+        if rng.below(3) == 0 {
+            let s = rng.below(390);
+            for p in s..s + rng.below(10) {
+                vm.extent_lock_page(TaskId(9), map, s, p);
+            }
+        }
+        vm.maps[map as usize].writeback_index = rng.below(400);
+        let wbc = if rng.below(4) == 0 {
+            Wbc::for_fsync(map)
+        } else {
+            Wbc::cyclic(rng.below(300), rng.below(2) == 0)
+        };
+        let c = WcpCaller {
+            congested: rng.below(3) == 0,
+            ..caller(0)
+        };
+        let mut job = WbJob::new(wbc);
+        let mut fs = Runs(runs);
+        let mut steps = Vec::new();
+        for _ in 0..200 {
+            let step = vm.writeback_step(&mut job, c, &mut fs);
+            steps.push(format!("{step:?} {:?}", std::mem::take(&mut vm.wb_out)));
+            if step != crate::writeback_job::JobStep::Ran(step_cost(step)) || job.cur.is_none() {
+                break;
+            }
+        }
+        let m = &vm.maps[map as usize];
+        let bits = |b: &crate::PageBits| (0..400).filter(|&p| b.get(p)).collect::<Vec<_>>();
+        let state = format!(
+            "{:?} {:?} {} {} {} {:?} {:?} {:?} {:?}",
+            job.wbc,
+            job.cur,
+            vm.nr_dirty,
+            vm.nr_writeback,
+            m.writeback_index,
+            bits(&m.dirty),
+            bits(&m.writeback),
+            bits(&m.wb_locked),
+            vm.wb_extents,
+        );
+        (steps, state)
+    }
+
+    fn step_cost(s: crate::writeback_job::JobStep) -> u64 {
+        match s {
+            crate::writeback_job::JobStep::Ran(c) => c,
+            _ => u64::MAX,
+        }
+    }
+
+    /// Runs of pages taken at once (`wcp_run`) leave every step and the page
+    /// cache as the page-by-page loop does.
+    #[test]
+    fn runs_of_pages_decide_as_page_by_page() {
+        for seed in 0..400 {
+            assert_eq!(
+                random_pass(seed, true),
+                random_pass(seed, false),
+                "seed {seed}"
+            );
+        }
+    }
+
     fn caller(task: u32) -> WcpCaller {
         WcpCaller {
             task: TaskId(task),
@@ -404,8 +612,9 @@ mod tests {
     fn written(vm: &mut Vm) -> Vec<u64> {
         let out = std::mem::take(&mut vm.wb_out);
         out.iter()
-            .map(|a| match a {
-                WbAction::Write { run, .. } => run.first,
+            .flat_map(|a| match a {
+                WbAction::Write { run, .. } => run.first..run.first + 1,
+                WbAction::WriteEach { run, .. } => run.first..run.first + run.pages,
                 WbAction::Wake(t) => panic!("unexpected wake of {t:?}"),
             })
             .collect()

@@ -34,7 +34,7 @@ impl Vm {
     ) -> JobStep {
         if job.cur.is_none() {
             match self.next_inode(job, c.task, c.is_flusher, c.congested) {
-                Some(w) => job.cur = Some(w),
+                Some(w) => job.cur = Some(Box::new(w)),
                 None => return JobStep::PassDone,
             }
         }

@@ -11,7 +11,6 @@ use crate::world::Simulation;
 use iostack_block::{Bio, BioRun, Submit};
 use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
-use iostack_fs::mount::WritepageKind;
 use iostack_mm::{ondemand_readahead, RaWindow};
 use iostack_mm::{BufBio, Throttle};
 
@@ -188,13 +187,7 @@ impl Simulation {
         now: Instant,
     ) {
         if write {
-            let wb = &mut self.vm.wb_pages;
-            match self.tasks.kind(task) {
-                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
-                TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
-                TaskKind::KernelThread(_) => wb.kthread += n,
-                TaskKind::Process(_) => wb.dirtier += n,
-            }
+            self.count_wb_pages(task, map, n);
         }
         let flags = self.page_bio_flags(task, map, write);
         self.queue_page_bios_flagged(task, map, first, n, pblk, flags, now);
@@ -268,6 +261,56 @@ impl Simulation {
         }
     }
 
+    /// One single-page bio for each of `pages` = (first, count), the pages one
+    /// after another on disk from `pblk` (`block_write_full_page` →
+    /// `submit_bh` per page): the same bios as `queue_page_bios_flagged` page
+    /// by page, the run grown at once.
+    pub(crate) fn queue_page_run(
+        &mut self,
+        task: TaskId,
+        map: u32,
+        (first, n): (u64, u64),
+        pblk: u64,
+        flags: ReqFlags,
+        now: Instant,
+    ) {
+        self.queue_page_bios_flagged(task, map, first, 1, pblk, flags, now);
+        if n > 1 && !self.grow_run(task, n - 1) {
+            for i in 1..n {
+                self.queue_page_bios_flagged(task, map, first + i, 1, pblk + i, flags, now);
+            }
+        }
+    }
+
+    /// The task's last queued bio, a run of single-page bios, takes `m` more
+    /// (the next pages, on the next blocks). Not for kjournald (`extend_run`).
+    fn grow_run(&mut self, task: TaskId, m: u64) -> bool {
+        if self.tasks.kind(task) == TaskKind::KernelThread(KThread::Kjournald) {
+            return false;
+        }
+        let last = self
+            .tasks
+            .get_mut(task)
+            .pending
+            .back_mut()
+            .expect("just queued");
+        let EndIo::PageCache { bio: tag } = last.owner.end_io else {
+            return false;
+        };
+        let (ps, pseg) = last.piece_size();
+        if ps as u64 != iostack_mm::PAGE_SIZE / 512 {
+            return false;
+        }
+        let b = self.vm.bufbios.get_mut(tag);
+        b.pages += m;
+        b.left += m;
+        b.bios += m as u32;
+        last.sectors += m as u32 * ps;
+        last.segments += m as u32 * pseg;
+        last.run.nr += m as u32;
+        true
+    }
+
     /// The task's last queued bio becomes (or grows) a run (`BioRun`) when the
     /// bio for `pages` = (map, first page, count) at `sector` is the next one of
     /// it: the same size, owner and flags, following it in the file and on the
@@ -320,10 +363,8 @@ impl Simulation {
         if !write {
             return ReqFlags::readahead(profile);
         }
-        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
-            && self.fs.writepage_kind() == WritepageKind::Mpage;
         let sync_all = self.job_of(task).wbc.sync_all;
-        ReqFlags::writeback(profile, sync_all, mpage)
+        self.writeback_flags(map, sync_all)
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.

@@ -143,6 +143,8 @@ pub struct JobMeta {
     /// `percentile_list` (empty: fio's default) and its print precision.
     pub percentile_list: Vec<f64>,
     pub percentile_precision: u32,
+    /// `disable_lat`, `disable_clat`, `disable_slat`, `disable_bw_measurement`.
+    pub disable: [bool; 4],
     /// `unit_base=1`: bandwidth in bits.
     pub unit_bits: bool,
     /// Windows of the report's bandwidth and IOPS samples, ms (fio's
@@ -169,6 +171,12 @@ pub struct LogMeta {
     pub per_job: bool,
     /// `log_offset`.
     pub offset: bool,
+    /// `write_hist_log` prefix, `log_hist_msec`, `log_hist_coarseness`.
+    pub hist: Option<String>,
+    pub hist_msec: u32,
+    pub hist_coarseness: u32,
+    /// `log_max_value`: averaged entries are the window's maximum.
+    pub log_max: bool,
     /// `disable_lat`, `disable_clat`, `disable_slat`: no such log.
     pub disable: [bool; 3],
     /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
@@ -223,6 +231,7 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
         slat_percentiles: j.slat_percentiles && !j.disable_slat,
         percentile_list: j.percentile_list.clone(),
         percentile_precision: j.percentile_precision,
+        disable: [j.disable_lat, j.disable_clat, j.disable_slat, j.disable_bw],
         unit_bits: j.unit_base == 1,
         bw_avg_msec: stat_window(j.write_bw_log.is_some(), j.bw_avg_time, j.log_avg_msec),
         iops_avg_msec: stat_window(j.write_iops_log.is_some(), j.iops_avg_time, j.log_avg_msec),
@@ -239,6 +248,10 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
                 .map_or(j.log_avg_msec, |t| t.min(j.log_avg_msec)),
             per_job: j.per_job_logs,
             offset: j.log_offset,
+            hist: log_prefix(&j.write_hist_log, &j.name),
+            hist_msec: j.log_hist_msec,
+            hist_coarseness: j.log_hist_coarseness,
+            log_max: j.log_max,
             disable: [j.disable_lat, j.disable_clat, j.disable_slat],
             prio_rt: j.prioclass == Some(1),
         },
@@ -972,6 +985,12 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
         let msg = "a startdelay range (a random delay) is not modelled yet".to_string();
         return Err(at.err(Some("startdelay"), msg));
     }
+    if j.write_hist_log.is_some() && j.log_hist_coarseness > 10 {
+        // fio's flush_hist_samples would read past its 1856 bins.
+        let msg = "above 10 (bins merged more than 1024 at a time, past fio's 1856) is refused"
+            .to_string();
+        return Err(at.err(Some("log_hist_coarseness"), msg));
+    }
     if j.fsync > 0 && j.fdatasync > 0 {
         let msg =
             "fsync= and fdatasync= together (two sync counters) are not modelled yet".to_string();
@@ -994,7 +1013,9 @@ fn zoned_of(
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
     let skewed = !matches!(j.random_distribution, D::Random);
-    if perc && j.rw.kind.is_random() && ((!j.norandommap && !skewed) || varies) {
+    let lfsr = j.random_generator == iostack_workload::RandomGenerator::Lfsr;
+    let randmap = !j.norandommap && !skewed && !lfsr;
+    if perc && j.rw.kind.is_random() && (randmap || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
         return Err(at.refuse("percentage_random", msg));
@@ -1089,6 +1110,158 @@ fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], 
         return Err(at.refuse("ba", msg));
     }
     Ok(ba.map(|b| b.unwrap_or(0)))
+}
+
+/// fio's `random_generator` for job clone number `thread_number` (fio's
+/// `td->thread_number`, 1 for the file's first clone): `lfsr`'s seed as fio
+/// 3.33 makes it (`crate::lfsr::block_seed`). The LFSR serves uniform random
+/// offsets in blocks of one size; with varied or per-direction sizes, a
+/// `blockalign`, or a non-uniform distribution it is refused.
+/// `tausworthe64` is fio's generator from the same seed (`crate::taus`),
+/// under the same conditions. The default `tausworthe` is the simulator's
+/// own offset stream (statistically fio's, not its sequence).
+fn rand_gen_of(
+    j: &iostack_workload::JobSpec,
+    thread_number: u64,
+    at: &JobAt,
+) -> Result<crate::workload::RandGen, SimError> {
+    use iostack_workload::RandomGenerator as G;
+    if j.random_generator == G::Tausworthe {
+        return Ok(crate::workload::RandGen::Streams);
+    }
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    let aligned = j.blockalign.read == j.min_bs.read && j.blockalign.write == j.min_bs.write;
+    if varies || j.bs.read != j.bs.write || !uniform || !aligned {
+        let msg = "lfsr or tausworthe64 with varied or per-direction block sizes, \
+                   blockalign, or a non-uniform random_distribution is not modelled yet";
+        return Err(at.refuse("random_generator", msg));
+    }
+    let seed = match (j.randrepeat, j.randseed) {
+        (true, s) => Some(crate::lfsr::block_seed(thread_number, true, s.unwrap_or(0))),
+        (false, Some(s)) => Some(crate::lfsr::block_seed(thread_number, false, s)),
+        (false, None) => None,
+    };
+    Ok(if j.random_generator == G::Lfsr {
+        crate::workload::RandGen::Lfsr(seed)
+    } else {
+        crate::workload::RandGen::Tausworthe64(seed)
+    })
+}
+
+/// fio's verification of a job that writes (`verify=` other than 0 with
+/// `do_verify`): the read-back `crate::verify` issues. Refused where its
+/// I/O is not modelled: after direct writes (`do_verify`'s `fio_io_sync`
+/// of an O_DIRECT file is a journal commit and a cache flush, as `fsync=`
+/// there), with time_based, loops, several files, pacing, a replay, or
+/// `experimental_verify`; `verify_backlog` with more than one I/O in flight
+/// (fio skips pieces still in flight) or with `verify_only`.
+fn verify_of(
+    j: &iostack_workload::JobSpec,
+    pattern: Pattern,
+    engine: Engine,
+    diskless: bool,
+    at: &JobAt,
+) -> Result<Option<crate::verify::Verify>, SimError> {
+    if j.verify.is_none() || !j.do_verify || !j.rw.kind.writes() {
+        return Ok(None);
+    }
+    let why = if j.direct || diskless {
+        "after direct writes it is not modelled yet (fio's fsync before the reads: the fsync \
+         of an O_DIRECT file is a journal commit and a cache flush)"
+    } else if j.time_based || j.loops > 1 {
+        "with time_based or loops it is not modelled yet"
+    } else if nfiles(j) > 1 {
+        "with several files it is not modelled yet"
+    } else if j.thinktime_ns > 0 || rate_of(j, at)? != [crate::workload::RateLimit::default(); 2] {
+        "with thinktime or rate limits it is not modelled yet"
+    } else if j.experimental_verify {
+        "with experimental_verify it is not modelled yet"
+    } else if j.verify_backlog > 0 && (j.verify_only || (engine == Engine::Async && j.iodepth > 1))
+    {
+        "verify_backlog with verify_only or more than one I/O in flight is not modelled yet"
+    } else {
+        ""
+    };
+    if !why.is_empty() {
+        return Err(at.refuse("verify", why));
+    }
+    let randmap = matches!(pattern, Pattern::Random { norandommap: false })
+        && j.random_generator != iostack_workload::RandomGenerator::Lfsr;
+    Ok(Some(crate::verify::Verify {
+        in_order: randmap,
+        only: j.verify_only,
+        backlog: j.verify_backlog,
+        batch: j.verify_batch,
+    }))
+}
+
+/// fio's `zonemode=strided` with `zonesize`, `zonerange` (default the
+/// size) and `zoneskip` (fio's `fixup_options` checks). Simulated for one
+/// block size, one direction, one file, uniform offsets; refused with
+/// `rw=...:N`, `percentage_random`, a zone count (`Nz`) for the skip, or a
+/// range longer than the job's size.
+fn strided_of(
+    j: &iostack_workload::JobSpec,
+    size: u64,
+    at: &JobAt,
+) -> Result<Option<crate::workload::Strided>, SimError> {
+    match j.zone_mode.as_str() {
+        "none" if j.zone_size > 0 => {
+            let msg = "fio: --zonemode=none and --zonesize are not compatible".to_string();
+            return Err(at.err(Some("zonesize"), msg));
+        }
+        "strided" if j.zone_size == 0 => {
+            let msg = "fio: --zonesize must be specified when using --zonemode=strided";
+            return Err(at.err(Some("zonemode"), msg.to_string()));
+        }
+        "strided" => {}
+        "zbd" => {
+            let why = "zbd (zoned block devices) is not modelled yet";
+            return Err(at.refuse("zonemode", why));
+        }
+        _ => return Ok(None),
+    }
+    let range = if j.zone_range > 0 {
+        j.zone_range
+    } else {
+        j.zone_size
+    };
+    let skip = match j.zone_skip {
+        iostack_workload::Amount::Bytes(b) => b,
+        _ => {
+            let why = "a zone count or percentage with zonemode=strided is not modelled yet";
+            return Err(at.refuse("zoneskip", why));
+        }
+    };
+    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
+    let (r, w) = (j.rw.kind.reads(), j.rw.kind.writes());
+    let bs = if w { j.bs.write } else { j.bs.read };
+    let odd = bs == 0 || range % bs != 0 || j.zone_size % bs != 0;
+    let uniform = matches!(
+        j.random_distribution,
+        iostack_workload::RandomDistribution::Random
+    );
+    let perc = j.perc_random.read.min(j.perc_random.write) < 100;
+    let taus = j.random_generator == iostack_workload::RandomGenerator::Tausworthe64;
+    if varies || (r && w) || nfiles(j) > 1 || odd || !uniform || perc || range > size || taus {
+        let why = "strided zones with varied block sizes, both directions, several files, \
+                   a non-uniform distribution, percentage_random, tausworthe64, zones not \
+                   whole blocks or a zonerange past the size are not modelled yet";
+        return Err(at.refuse("zonemode", why));
+    }
+    if j.rw.modifier.is_some() {
+        let why = "strided zones with rw=...:N are not modelled yet";
+        return Err(at.refuse("zonemode", why));
+    }
+    Ok(Some(crate::workload::Strided {
+        size: j.zone_size,
+        range,
+        skip,
+    }))
 }
 
 /// fio's thinktime options (`thinktime_spin` no longer than `thinktime`, checked
@@ -1490,6 +1663,9 @@ fn fio_job_procs(
                 (None, true) => crate::workload::RandSeed::Repeat,
                 (None, false) => crate::workload::RandSeed::Fresh,
             },
+            rand_gen: rand_gen_of(j, out.procs.len() as u64 + 1, &at)?,
+            verify: verify_of(j, pattern, engine, diskless, &at)?,
+            strided: strided_of(j, size, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

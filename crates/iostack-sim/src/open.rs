@@ -39,7 +39,7 @@ impl Simulation {
 
     /// `file_invalidate_cache`: drop the cache now, or start the writeback job
     /// that must come first (true).
-    fn invalidate_file(&mut self, pi: u32) -> bool {
+    pub(crate) fn invalidate_file(&mut self, pi: u32) -> bool {
         let Some(map) = self.open_map(pi) else {
             return false;
         };

@@ -152,6 +152,9 @@ pub struct ProcResult {
     /// `setup_files` lays out a missing file (`Laying out IO file`); `None`
     /// when the file or device existed.
     pub laid_out: Option<u64>,
+    /// When fio's verify phase began (`do_verify`'s `td->start`): the
+    /// writes' runtime ends there and the verify reads' begins.
+    pub verify_start: Option<Instant>,
 }
 
 impl ProcResult {
@@ -171,6 +174,7 @@ impl ProcResult {
             ctx: 0,
             syncs: 0,
             laid_out: None,
+            verify_start: None,
         }
     }
 

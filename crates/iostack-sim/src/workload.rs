@@ -239,6 +239,42 @@ pub struct ProcSpec {
     /// fio's `randrepeat`/`randseed`: where the process's random streams
     /// (offsets, mix, sizes, zones, distributions, files) are seeded from.
     pub randseed: RandSeed,
+    /// fio's `random_generator`: where uniform random offsets come from.
+    pub rand_gen: RandGen,
+    /// fio's `verify` with `do_verify` on a job that writes: the read-back
+    /// (`crate::verify`); None: no verification I/O.
+    pub verify: Option<crate::verify::Verify>,
+    /// fio's `zonemode=strided` (None: no zones).
+    pub strided: Option<Strided>,
+}
+
+/// fio's `zonemode=strided` (`setup_strided_zone_mode`, io_u.c): `size`
+/// bytes of I/O in each zone of `range` bytes, then `skip` bytes on; past
+/// the end of the file, from the job's offset again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strided {
+    pub size: u64,
+    pub range: u64,
+    pub skip: u64,
+}
+
+/// fio's `random_generator` for a process's uniform random offsets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RandGen {
+    /// `tausworthe` (fio's default): the process's offset stream, with the
+    /// random map unless `norandommap`.
+    #[default]
+    Streams,
+    /// `lfsr`: fio's register (`crate::lfsr`) over the file's blocks, from
+    /// this seed (fio's `rand_seeds[FIO_RAND_BLOCK_OFF]`; None: drawn from
+    /// the run's seed, as `randrepeat=0` without `randseed` draws fio's
+    /// from the entropy pool). No random map: each block once per pass.
+    Lfsr(Option<u64>),
+    /// `tausworthe64`: fio's 64-bit Tausworthe generator (`crate::taus`)
+    /// from this seed (fio's `random_state`; None: drawn from the run's
+    /// seed), with fio's arithmetic for the block: the offsets real fio
+    /// issues, random map or not.
+    Tausworthe64(Option<u64>),
 }
 
 /// The seed of a process's random streams.
@@ -351,6 +387,15 @@ impl std::fmt::Debug for ProcSpec {
         if self.randseed != RandSeed::Repeat {
             d.field("randseed", &self.randseed);
         }
+        if self.rand_gen != RandGen::Streams {
+            d.field("rand_gen", &self.rand_gen);
+        }
+        if let Some(v) = &self.verify {
+            d.field("verify", v);
+        }
+        if let Some(z) = &self.strided {
+            d.field("strided", z);
+        }
         if let Some(w) = &self.exit_what {
             d.field("exit_what", w);
         }
@@ -444,6 +489,9 @@ impl ProcSpec {
             file_service: FileService::default(),
             exit_what: None,
             randseed: RandSeed::Repeat,
+            rand_gen: RandGen::Streams,
+            verify: None,
+            strided: None,
         }
     }
 }

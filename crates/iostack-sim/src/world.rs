@@ -145,7 +145,21 @@ pub(crate) struct Proc {
     /// One bit per `randmap` word: set when the word is full.
     randmap_full: Vec<u64>,
     randmap_left: u64,
+    /// fio's LFSR of the file (`random_generator=lfsr`), in place of the map.
+    lfsr: Option<crate::lfsr::Lfsr>,
+    /// fio's `random_state` with `random_generator=tausworthe64`.
+    taus: Option<crate::taus::Taus258>,
     nblocks: u64,
+    /// fio's verify log and phase (`verify=`).
+    pub(crate) vlog: Option<crate::verify::VerifyLog>,
+    /// `zonemode=strided`: `td->zone_bytes`, the zone's start
+    /// (`f->file_offset`) relative to the job's offset, and the file's size
+    /// (`f->real_file_size`) likewise.
+    zone_bytes: u64,
+    zone_base: u64,
+    zone_limit: u64,
+    /// The file is done (`get_next_offset` failed: fio marks it done).
+    eof: bool,
     seq_next: u64,
     /// A rewrite's block just read, to be written back next.
     rewrite_at: Option<u64>,
@@ -219,7 +233,7 @@ pub(crate) struct Proc {
     /// choice among them; the fields above hold the current file's state.
     pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
     /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
-    terminate: bool,
+    pub(crate) terminate: bool,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -234,6 +248,7 @@ pub(crate) struct FileCur {
     randmap: Vec<u64>,
     randmap_full: Vec<u64>,
     randmap_left: u64,
+    lfsr: Option<crate::lfsr::Lfsr>,
     seq_next: u64,
     last_end: [u64; 2],
     last_start: [u64; 2],
@@ -265,6 +280,7 @@ impl Proc {
         swap(&mut self.randmap, &mut f.randmap);
         swap(&mut self.randmap_full, &mut f.randmap_full);
         swap(&mut self.randmap_left, &mut f.randmap_left);
+        swap(&mut self.lfsr, &mut f.lfsr);
         swap(&mut self.seq_next, &mut f.seq_next);
         swap(&mut self.last_end, &mut f.last_end);
         swap(&mut self.last_start, &mut f.last_start);
@@ -326,6 +342,8 @@ impl Proc {
             randmap: vec![0; self.randmap.len()],
             randmap_full: vec![0; self.randmap_full.len()],
             randmap_left: self.nblocks,
+            // fio's lfsr_init per file, each from the job's one seed.
+            lfsr: self.lfsr.as_ref().map(crate::lfsr::Lfsr::fresh),
             seq_next: 0,
             last_end: [0, 0],
             last_start: [0, 0],
@@ -653,8 +671,15 @@ impl Simulation {
             .strip_prefix(&format!("{}/", m.mount))
             .unwrap_or(path)
             .to_string();
+        let need = spec.offset.saturating_add(spec.region);
         let ino = match self.fs.lookup(&name) {
             Some(ino) if !spec.fresh => ino,
+            // fio's setup_files (all jobs', in order, before any runs:
+            // create_serialize): a file an earlier job made long enough
+            // needs no extend_file, so a write job does not unlink it.
+            Some(ino) if spec.more_files.is_empty() && self.fs.get_block().i_size(ino) >= need => {
+                ino
+            }
             Some(_) => {
                 return Err(SimError(format!(
                     "{}: {path}: a write job creates its file afresh, but \
@@ -757,16 +782,47 @@ impl Simulation {
         }
     }
 
+    /// A random process's LFSR (`random_generator=lfsr`) over the `nblocks`
+    /// of its file (fio's `init_random_map`): from the job's seed, or one
+    /// drawn from the process's streams.
+    fn lfsr_of(
+        &self,
+        spec: &ProcSpec,
+        seed: Seed,
+        label: &str,
+        nblocks: u64,
+    ) -> Result<Option<crate::lfsr::Lfsr>, SimError> {
+        let crate::workload::RandGen::Lfsr(s) = spec.rand_gen else {
+            return Ok(None);
+        };
+        if !matches!(spec.pattern, Pattern::Random { .. }) {
+            return Ok(None);
+        }
+        // zonemode=strided: init_random_map's blocks are the zone's.
+        let bs = spec.bs[0].min(spec.bs[1]).max(1);
+        let nblocks = spec.strided.map_or(nblocks, |z| (z.range / bs).max(1));
+        let s = s.unwrap_or_else(|| Rng::stream(seed, &format!("{label}/lfsr")).next_u64());
+        crate::lfsr::Lfsr::new(nblocks, s).map(Some).ok_or_else(|| {
+            SimError(format!(
+                "job {}: fio: failed initializing LFSR ({nblocks} blocks, seed {s:#x})",
+                spec.name
+            ))
+        })
+    }
+
     fn setup_procs(&mut self) -> Result<(), SimError> {
         let specs = self.cfg.procs.clone();
         let m = self.cfg.machine.clone();
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
             let mut laid_out = None;
+            let mut reused = false;
             let backing = match &spec.target {
                 Target::File { path, size, goal } => {
                     let (backing, made) = self.file_backing(&spec, path, *size, *goal, &m)?;
                     laid_out = made;
+                    // A write job's file found made: no creation to journal.
+                    reused = spec.fresh && made.is_none();
                     backing
                 }
                 // Nothing is read or written: a raw backing the size of the
@@ -864,7 +920,21 @@ impl Simulation {
                 randmap_full: vec![0u64; randmap.len().div_ceil(64)],
                 randmap,
                 randmap_left: nblocks,
+                lfsr: self.lfsr_of(&spec, seed, &label, nblocks)?,
+                taus: match spec.rand_gen {
+                    crate::workload::RandGen::Tausworthe64(s) => {
+                        Some(crate::taus::Taus258::new(s.unwrap_or_else(|| {
+                            Rng::stream(seed, &format!("{label}/taus")).next_u64()
+                        })))
+                    }
+                    _ => None,
+                },
                 nblocks,
+                vlog: spec.verify.as_ref().map(crate::verify::VerifyLog::new),
+                zone_bytes: 0,
+                zone_base: 0,
+                zone_limit: size.max(spec.offset.saturating_add(spec.region)) - spec.offset,
+                eof: false,
                 seq_next: 0,
                 rewrite_at: None,
                 bytes_issued: 0,
@@ -895,7 +965,7 @@ impl Simulation {
                 last_start: [0, 0],
                 seq_left: spec.seq_nr,
                 osync_op: None,
-                created: false,
+                created: reused,
                 osync24: Default::default(),
                 fsync24: Default::default(),
                 jwait: false,
@@ -1168,7 +1238,7 @@ impl Simulation {
     }
 
     fn has_work(&self, p: &Proc, now: Instant) -> bool {
-        if p.terminate {
+        if p.terminate || p.eof {
             return false;
         }
         if let Some(rt) = p.spec.runtime {
@@ -1179,6 +1249,15 @@ impl Simulation {
         if let Some(r) = &p.spec.replay {
             // read_iolog_get: done when the log is.
             return p.replay.next < r.ios.len();
+        }
+        if let (Some(l), Some(v)) = (&p.vlog, &p.spec.verify) {
+            use crate::verify::Phase;
+            match l.phase {
+                Phase::Reading => return l.len() > 0,
+                Phase::Syncing | Phase::Done => return false,
+                Phase::Writing if l.backlog_due(v) => return true,
+                Phase::Writing => {}
+            }
         }
         // backend.c `io_bytes_exceeded`: the bytes or `exceeds_number_ios`.
         if p.spec.number_ios > 0 && p.ios_issued >= p.spec.number_ios {
@@ -1341,6 +1420,9 @@ impl Simulation {
                 return;
             }
         }
+        if self.verify_read(pi, now) {
+            return;
+        }
         let p = &self.procs[pi as usize];
         if p.spec.replay.is_some() {
             if let Some((dir, offset, len)) = self.replay_pick(pi, now) {
@@ -1378,7 +1460,23 @@ impl Simulation {
             let bs = p.spec.bs[dir as usize];
             (bs, 0, bs)
         };
-        let seq = p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir);
+        let zoned_rel = if p.spec.strided.is_some() {
+            let Some(rel) = strided_rel(p, bs) else {
+                // get_next_offset failed: the file is done.
+                p.eof = true;
+                if p.inflight == 0 {
+                    self.finish_proc(pi, now);
+                } else {
+                    self.tasks.block(TaskId(pi), Blocked::OnIo);
+                }
+                return;
+            };
+            Some(rel)
+        } else {
+            None
+        };
+        let seq =
+            p.spec.pattern == Pattern::Sequential && !p.spec.varies(dir) && zoned_rel.is_none();
         // get_next_seq_offset: after the first I/O, `rw=...:N` holes add N.
         if seq && p.seq_next > 0 {
             p.seq_next = p.seq_next.saturating_add(p.spec.seq_add);
@@ -1404,6 +1502,7 @@ impl Simulation {
                 p.spec.seq_identical || p.last_end[dir as usize] + bs <= p.spec.region
             };
         let rel = match p.spec.pattern {
+            _ if zoned_rel.is_some() => zoned_rel.unwrap_or(0),
             _ if p.spec.rewrite && dir == Dir::Write => p.rewrite_at.take().expect("read first"),
             _ if p.spec.rewrite => {
                 if p.seq_next + bs > p.spec.region {
@@ -1435,6 +1534,7 @@ impl Simulation {
                 let z = p.spec.zoned.as_ref().unwrap();
                 zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
             }
+            Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
             Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
                 // get_next_rand_offset with last_block: the region less
                 // `bs - ba`, in units of `ba`.
@@ -1444,10 +1544,16 @@ impl Simulation {
             }
             Pattern::Random { norandommap } => {
                 let blocks = (p.spec.region / bs).max(1);
+                let drawn = match p.taus.as_mut() {
+                    // fio's double arithmetic can give lastb itself (r
+                    // rounded up to 2^64), past the file: the last block.
+                    Some(t) => crate::taus::fio_block(blocks, t.next()).min(blocks - 1),
+                    None => p.rng_off.below(blocks),
+                };
                 let b = if norandommap {
-                    p.rng_off.below(blocks)
+                    drawn
                 } else {
-                    next_random_block(p, blocks)
+                    next_random_block(p, blocks, drawn)
                 };
                 b * bs
             }
@@ -1459,6 +1565,9 @@ impl Simulation {
         p.ios_issued += 1;
         if let Some(f) = p.files.as_mut() {
             f.issued(len);
+        }
+        if self.verify_log_write(pi, dir, rel, len, now) {
+            return;
         }
         self.rate_issued(pi, dir, len);
         self.issue_at(pi, dir, offset, len, now);
@@ -1521,7 +1630,7 @@ impl Simulation {
 
     /// Issue an I/O of `len` bytes at byte `offset` of the process's file or
     /// device: a buffered `read()`/`write()`, or a direct I/O's bios.
-    fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
+    pub(crate) fn issue_at(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, now: Instant) {
         self.issue_io(pi, dir, offset, len, false, now);
     }
 
@@ -2072,6 +2181,9 @@ impl Simulation {
         if self.fsync24_meta(pi, now) {
             return;
         }
+        if self.verify_next_phase(pi, now) {
+            return;
+        }
         let was_done = self.tasks.blocked(TaskId(pi)) == Blocked::Done;
         self.tasks.block(TaskId(pi), Blocked::Done);
         let p = &mut self.procs[pi as usize];
@@ -2195,14 +2307,89 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
     (minbs, rel, len)
 }
 
-fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
+/// fio's `__get_next_rand_offset` with the LFSR: its next block; once the
+/// pass has returned every block, `get_next_rand_block`'s `fio_file_reset`
+/// (a time_based job; `io_size` or `loops` past the region) starts the next
+/// from the seed again.
+fn next_lfsr_block(p: &mut Proc) -> u64 {
+    let Some(l) = p.lfsr.as_mut() else {
+        return 0;
+    };
+    if let Some(b) = l.next() {
+        return b;
+    }
+    l.reset();
+    l.next().unwrap_or(0)
+}
+
+/// fio's `setup_strided_zone_mode` then `get_next_offset` for a job with
+/// `zonemode=strided` (one block size, one direction): the I/O's offset
+/// relative to the job's, or None when fio's offset check fails (at or
+/// past the file's end: the file is done).
+fn strided_rel(p: &mut Proc, bs: u64) -> Option<u64> {
+    let z = p.spec.strided?;
+    if p.zone_bytes >= z.size {
+        // A new zone; past the file's end, the first again.
+        p.zone_bytes = 0;
+        p.zone_base = p.zone_base.saturating_add(z.range).saturating_add(z.skip);
+        if p.zone_base >= p.zone_limit {
+            p.zone_base = 0;
+        }
+        p.seq_next = 0;
+    }
+    // zonesize > zonerange: the same zone again.
+    if p.seq_next >= z.range {
+        p.seq_next = 0;
+    }
+    if p.zone_bytes % z.range == 0 {
+        // fio_file_reset: positions, random map and LFSR.
+        p.seq_next = 0;
+        let blocks = (z.range / bs).max(1);
+        p.randmap.iter_mut().for_each(|w| *w = 0);
+        p.randmap_full.iter_mut().for_each(|w| *w = 0);
+        p.randmap_left = blocks;
+        if let Some(l) = p.lfsr.as_mut() {
+            l.reset();
+        }
+    }
+    let in_zone = match p.spec.pattern {
+        Pattern::Sequential => {
+            // get_next_seq_offset: last_pos must be inside the file.
+            if p.zone_base + p.seq_next >= p.zone_limit {
+                return None;
+            }
+            let r = p.seq_next;
+            p.seq_next += bs;
+            r
+        }
+        Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
+        Pattern::Random { norandommap: true } => p.rng_off.below((z.range / bs).max(1)) * bs,
+        Pattern::Random { .. } => {
+            let blocks = (z.range / bs).max(1);
+            let drawn = p.rng_off.below(blocks);
+            next_random_block(p, blocks, drawn) * bs
+        }
+    };
+    // `offset >= f->io_size`, then past the file's end.
+    let rel = p.zone_base + in_zone;
+    if in_zone >= p.spec.region || rel.saturating_add(bs) > p.zone_limit {
+        return None;
+    }
+    p.zone_bytes += bs;
+    Some(rel)
+}
+
+/// fio's random map at block `drawn` (a draw below `blocks`): the block if
+/// free, else `axmap_next_free` (the next free one after it, wrapping); a
+/// full map starts a new pass.
+fn next_random_block(p: &mut Proc, blocks: u64, drawn: u64) -> u64 {
     let blocks = blocks.min(p.nblocks);
     if p.randmap_left == 0 {
         p.randmap.iter_mut().for_each(|w| *w = 0);
         p.randmap_full.iter_mut().for_each(|w| *w = 0);
         p.randmap_left = blocks;
     }
-    let b = p.rng_off.below(blocks);
+    let b = drawn.min(blocks - 1);
     let words = blocks.div_ceil(64) as usize;
     let (mut w, bit) = ((b / 64) as usize, b % 64);
     // Free bits of word w at or after `bit`; blocks past the end count as used.
@@ -2246,7 +2433,8 @@ fn next_random_block(p: &mut Proc, blocks: u64) -> u64 {
             // beyond: fio's offset check fails and the pass ends
             // (`get_next_rand_block` → `fio_file_reset`), so start a new pass.
             p.randmap_left = 0;
-            return next_random_block(p, blocks);
+            let drawn = p.rng_off.below(blocks);
+            return next_random_block(p, blocks, drawn);
         };
         w = nw;
         free = free_in(&p.randmap, w, 0);

@@ -10,8 +10,9 @@
 
 use crate::task::{Blocked, KThread, TaskKind};
 use crate::world::Simulation;
-use iostack_core::TaskId;
+use iostack_core::{ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
+use iostack_fs::mount::WritepageKind;
 use iostack_fs::writepages::FsWriteback;
 use iostack_mm::bdp::CONGESTION_WAIT;
 use iostack_mm::writeback_job::JobStep;
@@ -33,9 +34,15 @@ impl Simulation {
     /// own writeback runs as its steps.
     pub(crate) fn throttle_step(&mut self, task: TaskId, now: Instant) {
         loop {
-            let mut th = self.throttle_of(task).take().expect("throttled task");
-            let action = if th.job.is_some() {
-                *self.throttle_of(task) = Some(th);
+            let writing = self
+                .throttle_of(task)
+                .as_ref()
+                .expect("throttled task")
+                .job
+                .is_some();
+            if writing {
+                // The task's own writeback, a step at a time; its state stays
+                // in place (`job_of`) while it runs.
                 match self.wb_step(task, now) {
                     WbStep::Continue(d) => {
                         self.charge_sys(task, d);
@@ -43,11 +50,12 @@ impl Simulation {
                         return;
                     }
                     WbStep::Sleep => return,
-                    WbStep::Finished => {
-                        th = self.throttle_of(task).take().expect("throttled task");
-                        th.job_done(&mut self.vm)
-                    }
+                    WbStep::Finished => {}
                 }
+            }
+            let mut th = self.throttle_of(task).take().expect("throttled task");
+            let action = if writing {
+                th.job_done(&mut self.vm)
             } else {
                 th.next(&mut self.vm)
             };
@@ -235,7 +243,8 @@ impl Simulation {
             return WbStep::Sleep;
         }
         self.end_writepages_plug(task, now);
-        match self.wb_job_step(task, now) {
+        let (step, open, stopped) = self.wb_job_step(task, now);
+        match step {
             JobStep::PassDone => {
                 self.end_writepages_plug(task, now);
                 // The pass is over: kick the queue so plugged I/O goes out.
@@ -250,8 +259,13 @@ impl Simulation {
                 if self.drain_pending(task, now) {
                     return WbStep::Sleep;
                 }
-                self.end_writepages_plug(task, now);
-                if self.page_lock_wait(task) {
+                // The job is as the step left it (submitting bios does not
+                // touch it): `end_writepages_plug` and `page_lock_wait`
+                // without looking it up again when there is nothing to do.
+                if !open {
+                    self.close_batch_plug(task, now);
+                }
+                if stopped && self.page_lock_wait(task) {
                     return WbStep::Sleep;
                 }
                 WbStep::Continue(Duration(cost.max(1)))
@@ -261,8 +275,10 @@ impl Simulation {
 
     /// mm's `Vm::writeback_step` on the task's job, with the file system's
     /// `->writepage(s)` (`FsWriteback`); the runs of pages it writes and the
-    /// tasks it wakes are carried out here.
-    fn wb_job_step(&mut self, task: TaskId, now: Instant) -> JobStep {
+    /// tasks it wakes are carried out here. Returns the step, whether a
+    /// `write_cache_pages` call is still open, and whether it stopped at a
+    /// page locked by another caller.
+    fn wb_job_step(&mut self, task: TaskId, now: Instant) -> (JobStep, bool, bool) {
         let caller = WcpCaller {
             task,
             is_flusher: task == self.flusher(),
@@ -276,24 +292,65 @@ impl Simulation {
         }
         let mut fs = FsWriteback::new(&mut *self.fs, max_pages);
         let step = self.vm.writeback_step(&mut job, caller, &mut fs);
+        let sync_all = job.wbc.sync_all;
+        let open = job.cur.is_some();
+        let stopped = job.cur.as_ref().is_some_and(|w| w.lock_wait.is_some());
         *self.job_of(task) = job;
-        self.wb_actions(task, now);
+        self.wb_actions(task, sync_all, now);
         self.journal_writeback_alloc(task);
-        step
+        (step, open, stopped)
     }
 
-    /// Carry out what writeback asked for (`Vm::wb_out`), in order.
-    fn wb_actions(&mut self, task: TaskId, now: Instant) {
+    /// Carry out what writeback asked for (`Vm::wb_out`), in order. The bios'
+    /// `rw` is the job's sync mode and the mapping's `->writepage` path
+    /// (`ReqFlags::writeback`), found once per mapping met in the step.
+    fn wb_actions(&mut self, task: TaskId, sync_all: bool, now: Instant) {
         let mut out = std::mem::take(&mut self.vm.wb_out);
+        let mut flags_of: Option<(u32, ReqFlags)> = None;
         for a in out.drain(..) {
-            match a {
-                WbAction::Write { map, run } => {
-                    self.queue_page_bios(task, map, run.first, run.pages, run.pblk, true, now)
+            let (map, run, each) = match a {
+                WbAction::Write { map, run } => (map, run, false),
+                WbAction::WriteEach { map, run } => (map, run, true),
+                WbAction::Wake(t) => {
+                    self.wake_task(t, now);
+                    continue;
                 }
-                WbAction::Wake(t) => self.wake_task(t, now),
+            };
+            let flags = match flags_of {
+                Some((m, f)) if m == map => f,
+                _ => {
+                    let f = self.writeback_flags(map, sync_all);
+                    flags_of = Some((map, f));
+                    f
+                }
+            };
+            self.count_wb_pages(task, map, run.pages);
+            if !each {
+                let (first, n) = (run.first, run.pages);
+                self.queue_page_bios_flagged(task, map, first, n, run.pblk, flags, now);
+                continue;
             }
+            self.queue_page_run(task, map, (run.first, run.pages), run.pblk, flags, now);
         }
         self.vm.wb_out = out;
+    }
+
+    /// The `rw` of writeback bios of `map` (`ReqFlags::writeback`).
+    pub(crate) fn writeback_flags(&self, map: u32, sync_all: bool) -> ReqFlags {
+        let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
+            && self.fs.writepage_kind() == WritepageKind::Mpage;
+        ReqFlags::writeback(self.cfg.tunables.profile(), sync_all, mpage)
+    }
+
+    /// Pages sent to the disk by writeback, by who sent them (`WbPages`).
+    pub(crate) fn count_wb_pages(&mut self, task: TaskId, map: u32, n: u64) {
+        let wb = &mut self.vm.wb_pages;
+        match self.tasks.kind(task) {
+            _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
+            TaskKind::KernelThread(KThread::Flusher) => wb.flusher += n,
+            TaskKind::KernelThread(_) => wb.kthread += n,
+            TaskKind::Process(_) => wb.dirtier += n,
+        }
     }
 
     /// `->writepages` returned (no inode open) and its bios are out: the

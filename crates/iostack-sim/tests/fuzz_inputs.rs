@@ -493,6 +493,17 @@ const FIO_OPTIONS: &[(&str, &[&str])] = &[
     ("prio", &["0", "7"]),
     ("stonewall", &["1"]),
     ("group_reporting", &["1"]),
+    ("random_generator", &["lfsr", "tausworthe64", "tausworthe"]),
+    ("randrepeat", &["0", "1"]),
+    ("verify", &["0", "md5", "crc32c"]),
+    ("do_verify", &["0", "1"]),
+    ("verify_only", &["1"]),
+    ("verify_backlog", &["0", "1", "3", "4294967295"]),
+    ("verify_backlog_batch", &["0", "2"]),
+    ("zonemode", &["strided", "none", "zbd"]),
+    ("zonesize", &["0", "4k", "12k", "3", "16e"]),
+    ("zonerange", &["0", "8k", "1m", "16e"]),
+    ("zoneskip", &["0", "4k", "2z", "16e"]),
 ];
 
 fn random_job(rng: &mut Rng) -> String {

@@ -535,12 +535,38 @@ pub struct JobSpec {
     pub scramble_buffers: bool,
     /// `verify=` method (None for `0`).
     pub verify: Option<String>,
+    /// `zonemode=` (`none`, `strided`, `zbd`).
+    pub zone_mode: String,
+    /// `zonesize`, `zonerange` (0: unset).
+    pub zone_size: u64,
+    /// `zonerange` (0: unset).
+    pub zone_range: u64,
+    /// `zoneskip`: bytes, or zones (`Nz`).
+    pub zone_skip: Amount,
+    /// `do_verify` (default true): the read-back after the writes.
+    pub do_verify: bool,
+    /// `verify_only`: the writes are a dry run, only the reads issued.
+    pub verify_only: bool,
+    /// `verify_backlog` (0: none) and `verify_backlog_batch` (0: the backlog).
+    pub verify_backlog: u64,
+    /// `verify_backlog_batch` (0: the backlog).
+    pub verify_batch: u64,
+    /// `experimental_verify`.
+    pub experimental_verify: bool,
     /// `write_bw_log`: Some(prefix) when enabled ("" when bare).
     pub write_bw_log: Option<String>,
     /// `write_lat_log`.
     pub write_lat_log: Option<String>,
     /// `write_iops_log`.
     pub write_iops_log: Option<String>,
+    /// `write_hist_log`.
+    pub write_hist_log: Option<String>,
+    /// `log_hist_msec` (0: no histogram entries).
+    pub log_hist_msec: u32,
+    /// `log_hist_coarseness` (bins merged 2^N at a time).
+    pub log_hist_coarseness: u32,
+    /// `log_max_value`: averaged log entries carry the window's maximum.
+    pub log_max: bool,
     /// `log_avg_msec=`.
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
@@ -574,6 +600,8 @@ pub struct JobSpec {
     pub gtod_reduce: bool,
     /// `disable_lat` (also set by gtod_reduce).
     pub disable_lat: bool,
+    /// `disable_bw_measurement` (also set by gtod_reduce).
+    pub disable_bw: bool,
     /// The job's own options, in file order, as written.
     pub options: Vec<OptionEntry>,
     /// How many of [`crate::JobFile::global_options`] were in effect for this job
@@ -891,9 +919,22 @@ pub(crate) fn build_job(
             None | Some("0") => None,
             Some(v) => Some(v.to_string()),
         },
+        zone_mode: st.choice("zone_mode").unwrap_or("none").to_string(),
+        zone_size: u64c(st.int("zone_size")),
+        zone_range: u64c(st.int("zone_range")),
+        zone_skip: Amount::from_scalar(st.num("zone_skip")[0]),
+        do_verify: st.flag("do_verify"),
+        verify_only: st.flag("verify_only"),
+        verify_backlog: u64c(st.int("verify_backlog")),
+        verify_batch: u64c(st.int("verify_batch")),
+        experimental_verify: st.flag("experimental_verify"),
         write_bw_log: log("write_bw_log", "bw_log_file"),
         write_lat_log: log("write_lat_log", "lat_log_file"),
         write_iops_log: log("write_iops_log", "iops_log_file"),
+        write_hist_log: log("write_hist_log", "hist_log_file"),
+        log_hist_msec: u32c(st.int("log_hist_msec")),
+        log_hist_coarseness: u32c(st.int("log_hist_coarseness")),
+        log_max: st.flag("log_max"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
         bw_avg_time: st
@@ -920,6 +961,7 @@ pub(crate) fn build_job(
         percentile_precision: u32c(st.int("percentile_precision")),
         gtod_reduce: st.flag("gtod_reduce"),
         disable_lat: st.flag("disable_lat"),
+        disable_bw: st.flag("disable_bw"),
         options: section.options.clone(),
         global_options_applied: globals,
     })

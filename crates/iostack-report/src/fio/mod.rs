@@ -41,9 +41,9 @@ pub use normal::render_normal;
 pub use num2str::{ctime, num2str, num2str_old, N2sUnit};
 pub use old::{render_old, OLD_FIO_VERSION};
 pub use stats::{
-    compute_groups, per_io_bw, report_entries, Ddir, DirStats, GroupStats, IoSample, JobStats,
-    RateEntry, RateSampler, UnitBase, DEFAULT_AVG_MSEC, FIO_IO_U_LAT_M_NR, FIO_IO_U_LAT_N_NR,
-    FIO_IO_U_LAT_U_NR, FIO_IO_U_MAP_NR, LOG_MSEC_SLACK,
+    compute_groups, per_io_bw, report_entries, Ddir, DirStats, Disable, GroupStats, IoSample,
+    JobStats, RateEntry, RateSampler, UnitBase, DEFAULT_AVG_MSEC, FIO_IO_U_LAT_M_NR,
+    FIO_IO_U_LAT_N_NR, FIO_IO_U_LAT_U_NR, FIO_IO_U_MAP_NR, LOG_MSEC_SLACK,
 };
 
 /// The fio version the printers imitate.

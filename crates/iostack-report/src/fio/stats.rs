@@ -234,6 +234,15 @@ pub fn per_io_bw(bytes: u64, clat_ns: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// fio's `disable_*` options (see [`JobStats::disable`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Disable {
+    pub lat: bool,
+    pub clat: bool,
+    pub slat: bool,
+    pub bw: bool,
+}
+
 /// fio's `thread_stat` for one job (or, after [`report_entries`], one
 /// reporting entry: a job, or a whole group under `group_reporting`), plus the
 /// job's options as written. Fill it with [`JobStats::record_io`] and friends,
@@ -291,6 +300,11 @@ pub struct JobStats {
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
     pub slat_percentiles: bool,
+    /// fio's `disable_lat`, `disable_clat`, `disable_slat` and
+    /// `disable_bw_measurement`: `account_io_completion` takes no such
+    /// sample (no lat, clat with the `lat (usec)` buckets and sync
+    /// latencies, slat; no per-I/O bandwidth sample).
+    pub disable: Disable,
     /// `percentile_list` (unsorted is fine) and its print precision (digits
     /// after the point of the longest entry; 2 for the default list).
     pub percentile_list: Vec<f64>,
@@ -361,6 +375,7 @@ impl JobStats {
             sig_figs: 4,
             sampler: RateSampler::default(),
             iops_sampler: None,
+            disable: Disable::default(),
         }
     }
 
@@ -380,12 +395,19 @@ impl JobStats {
         let d = &mut self.dirs[io.ddir as usize];
         d.io_bytes += io.bytes;
         d.total_ios += 1;
-        if let Some(s) = io.slat_ns {
+        let off = self.disable;
+        if let (Some(s), false) = (io.slat_ns, off.slat) {
             d.slat.record(s);
         }
-        d.clat.record(io.clat_ns);
-        d.lat.record(io.lat_ns);
-        self.mark_latency(io.clat_ns);
+        if !off.clat {
+            d.clat.record(io.clat_ns);
+        }
+        if !off.lat {
+            d.lat.record(io.lat_ns);
+        }
+        if !off.clat {
+            self.mark_latency(io.clat_ns);
+        }
         self.mark_depth(io.depth, 1);
         self.sampler.add(
             io.ddir,
@@ -398,7 +420,7 @@ impl JobStats {
             s.add(io.ddir, io.bytes, t, &mut self.dirs);
         }
         let d = &mut self.dirs[io.ddir as usize];
-        if self.sampler.per_io[0] {
+        if self.sampler.per_io[0] && !off.bw {
             d.bw.add_sample(per_io_bw(io.bytes, io.clat_ns));
         }
         if self.sampler.per_io[1] {
@@ -410,7 +432,9 @@ impl JobStats {
     /// `fsync=N`-style options (not the final `end_fsync`, which fio does not
     /// count): its latency and the depth at submit.
     pub fn record_sync(&mut self, lat_ns: u64, depth: u32) {
-        self.sync.record(lat_ns);
+        if !self.disable.clat {
+            self.sync.record(lat_ns);
+        }
         self.sync_total_ios += 1;
         self.mark_depth(depth, 1);
     }
