@@ -155,6 +155,10 @@ pub enum EndIo {
     /// 2.4's `end_buffer_io_sync`: a metadata buffer written by `ll_rw_block`
     /// that its submitter waits for (`wait_on_buffer`); no page-cache state.
     SyncBuffer,
+    /// 2.4's `end_buffer_io_sync` of a metadata buffer that bdflush, kupdated
+    /// or a writer's `balance_dirty` wrote: the buffer is unlocked, nobody
+    /// waits for it.
+    AsyncBuffer,
 }
 
 /// The owner of a bio: the task that submitted it (woken when it slept in

@@ -450,6 +450,55 @@ impl Ext2 {
     }
 }
 
+impl Ext2 {
+    /// The sequential allocator's next block: allocations since an earlier
+    /// value took the blocks between (frees by `truncate` move it back).
+    pub fn alloc_cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// The buffers 2.4's `ext2_new_block` (`fs/ext2/balloc.c`) marks dirty
+    /// when it allocates in `[lo, hi)`, and `ext2_free_blocks` when it frees
+    /// there: the superblock's (`s_sbh`, the free count), and for each group
+    /// touched its group-descriptor block (`bh2`) and block bitmap (`bh`).
+    pub fn balloc_buffers(&self, lo: u64, hi: u64) -> Vec<u64> {
+        if lo >= hi {
+            return Vec::new();
+        }
+        // The superblock sits 1 KiB into the file system: block 1 of a 1 KiB
+        // file system (s_first_data_block), else block 0.
+        let mut v = vec![u64::from(self.p.block_size == 1024)];
+        let bpg = self.p.blocks_per_group;
+        for g in lo / bpg..=(hi - 1) / bpg {
+            v.push(self.group_desc_of(g * bpg));
+            v.push(self.block_bitmap_of(g * bpg));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// 2.4's `ext2_write_inode(inode, 0)` from kupdate's `sync_inodes`:
+    /// `ext2_update_inode` copies the inode into its inode-table buffer and
+    /// marks that dirty (written later by the buffer flushing); the inode is
+    /// clean. Returns the buffer's block.
+    pub fn write_inode_async(&mut self, ino: u32) -> u64 {
+        self.inodes[ino as usize].datasync_dirty = false;
+        self.inode_block(ino)
+    }
+
+    /// bdflush or kupdated wrote indirect block `block` of `ino`. They walk
+    /// the dirty list oldest first, which for one inode is allocation order,
+    /// so the dirty blocks stay a suffix of `meta_blocks`: the written one is
+    /// the first dirty one (a block already written elsewhere is ignored).
+    pub fn indirect_written(&mut self, ino: u32, block: u64) {
+        let inode = &mut self.inodes[ino as usize];
+        if inode.meta_blocks.get(inode.meta_clean) == Some(&block) {
+            inode.meta_clean += 1;
+        }
+    }
+}
+
 /// Groups carrying superblock and descriptor backups with sparse_super: 0, 1
 /// and powers of 3, 5 and 7 (`ext2_bg_has_super`, `ext3_bg_has_super`,
 /// `ext4_bg_has_super`).
@@ -606,5 +655,46 @@ mod tests {
         // Group 2 has none.
         let ino = f.create_sequential("b", 4096, Some(65536)).unwrap();
         assert_eq!(f.inode(ino).extents[&0].pblk, 65536 + 2 + 512);
+    }
+
+    #[test]
+    fn balloc_buffers_are_the_superblock_and_each_groups_descriptor_and_bitmap() {
+        let f = fs();
+        assert!(f.balloc_buffers(100, 100).is_empty());
+        // Group 0: superblock (block 0), descriptor table (block 1), bitmap.
+        let g0 = f.balloc_buffers(20_000, 20_010);
+        assert_eq!(g0, vec![0, 1, f.block_bitmap_of(0)]);
+        assert!(g0[2] > 1);
+        // Across groups 0 to 2: each group's bitmap; one descriptor block
+        // holds all their descriptors (32 bytes each).
+        let across = f.balloc_buffers(30_000, 70_000);
+        let want = vec![
+            0,
+            1,
+            f.block_bitmap_of(0),
+            f.block_bitmap_of(32768),
+            f.block_bitmap_of(65536),
+        ];
+        assert_eq!(across, want);
+    }
+
+    #[test]
+    fn indirect_blocks_are_cleaned_in_allocation_order() {
+        let mut f = fs();
+        let ino = f.create_sequential("a", 0, Some(16384)).unwrap();
+        let mut l = 0;
+        while l < 2000 {
+            l += f.get_block(ino, l, 2000 - l, true).unwrap().count;
+        }
+        let meta = f.inode(ino).meta_blocks.clone();
+        assert_eq!(meta.len(), 3, "IND0, DIND, IND1");
+        // A block written out of order is not taken for the first dirty one.
+        f.indirect_written(ino, meta[1]);
+        assert_eq!(f.inode(ino).meta_clean, 0);
+        f.indirect_written(ino, meta[0]);
+        f.indirect_written(ino, meta[1]);
+        assert_eq!(f.inode(ino).meta_clean, 2);
+        let w = f.osync_inode(ino);
+        assert_eq!(w.buffers, vec![meta[2]]);
     }
 }

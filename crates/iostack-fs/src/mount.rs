@@ -99,6 +99,29 @@ pub trait MountedFs {
             self.name()
         )))
     }
+    /// 2.4's metadata buffers of `ino` that `get_block` allocated, in
+    /// allocation order (ext2's indirect blocks; `ext2_alloc_branch` marks
+    /// each dirty with `mark_buffer_dirty_inode`). Empty where not modelled.
+    fn indirect_blocks(&self, _ino: u32) -> &[u64] {
+        &[]
+    }
+    /// Indirect block `block` of `ino` was written by bdflush or kupdated
+    /// (`flush_dirty_buffers`): no longer on the inode's `i_dirty_buffers`.
+    fn indirect_written(&mut self, _ino: u32, _block: u64) {}
+    /// 2.4's block allocator's cursor, where its dirtied buffers are
+    /// modelled (ext2): see `Ext2::alloc_cursor`.
+    fn alloc_cursor24(&self) -> Option<u64> {
+        None
+    }
+    /// The buffers allocating or freeing `[lo, hi)` dirties (`Ext2::balloc_buffers`).
+    fn balloc_buffers24(&self, _lo: u64, _hi: u64) -> Vec<u64> {
+        Vec::new()
+    }
+    /// kupdate's `sync_inodes` → `write_inode(inode, 0)`: the inode-table
+    /// block it dirties, where modelled (`Ext2::write_inode_async`).
+    fn write_inode24(&mut self, _ino: u32) -> Option<u64> {
+        None
+    }
     /// What writeback's allocations dirtied since the last call
     /// (`ExtentFs::take_alloc_meta`); ext2/ext3 allocate at `write_begin`.
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
@@ -183,6 +206,24 @@ impl MountedFs for Ext2Fs {
             ));
         }
         Ok(self.fs.osync_inode(ino))
+    }
+    fn indirect_blocks(&self, ino: u32) -> &[u64] {
+        if self.ext3 {
+            return &[];
+        }
+        &self.fs.inode(ino).meta_blocks
+    }
+    fn indirect_written(&mut self, ino: u32, block: u64) {
+        self.fs.indirect_written(ino, block);
+    }
+    fn alloc_cursor24(&self) -> Option<u64> {
+        (!self.ext3).then(|| self.fs.alloc_cursor())
+    }
+    fn balloc_buffers24(&self, lo: u64, hi: u64) -> Vec<u64> {
+        self.fs.balloc_buffers(lo, hi)
+    }
+    fn write_inode24(&mut self, ino: u32) -> Option<u64> {
+        (!self.ext3).then(|| self.fs.write_inode_async(ino))
     }
     fn write_begin(
         &mut self,

@@ -52,6 +52,11 @@ pub enum DirtyState {
 
 /// A run of pages dirtied in one jiffy-less instant, contiguous in one mapping:
 /// their buffers sit together on `lru_list[BUF_DIRTY]` with one `b_flushtime`.
+/// With `meta` set it is one metadata buffer of the file-system device
+/// instead: `first` is its block, `pages` 1, and `meta` holds the inode whose
+/// `i_dirty_buffers` it is on (an ext2 indirect block: `ext2_alloc_branch` →
+/// `mark_buffer_dirty_inode`), or `None` for one on no inode's list (block
+/// bitmap, group descriptor, superblock, inode-table block).
 #[derive(Clone, Copy, Debug)]
 struct DirtyRun {
     seq: u64,
@@ -59,6 +64,17 @@ struct DirtyRun {
     first: u64,
     pages: u64,
     flushtime: Instant,
+    meta: Option<Option<u32>>,
+}
+
+/// One stretch of what a `flush_dirty_buffers` walk wrote, in submission order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushRun {
+    /// Pages `[first, first + pages)` of mapping `map` (their data buffers).
+    Pages { map: u32, first: u64, pages: u64 },
+    /// One metadata buffer at `block`: an indirect block of inode `ino`, or
+    /// with `ino` `None` one on no inode's list.
+    Meta { ino: Option<u32>, block: u64 },
 }
 
 /// `lru_list[BUF_DIRTY]` over the data pages of the page cache. A page's entry
@@ -71,6 +87,8 @@ pub struct BufferLru {
     pub cfg: BdflushConfig,
     runs: VecDeque<DirtyRun>,
     live: BTreeMap<(u32, u64), u64>,
+    /// The dirty metadata buffers by block, each to its entry's `seq`.
+    live_meta: BTreeMap<u64, u64>,
     next_seq: u64,
 }
 
@@ -80,6 +98,7 @@ impl BufferLru {
             cfg,
             runs: VecDeque::new(),
             live: BTreeMap::new(),
+            live_meta: BTreeMap::new(),
             next_seq: 0,
         }
     }
@@ -87,6 +106,39 @@ impl BufferLru {
     /// Pages listed (live entries), for the invariants.
     pub fn listed(&self) -> u64 {
         self.live.len() as u64
+    }
+
+    /// Whether metadata buffer `block` is dirty (listed).
+    pub fn meta_dirty(&self, block: u64) -> bool {
+        self.live_meta.contains_key(&block)
+    }
+
+    /// `mark_buffer_dirty_inode` of a metadata buffer: a clean one becomes
+    /// dirty with `b_flushtime = jiffies + age_buffer` and is refiled at the
+    /// tail (`__mark_dirty`); one already dirty keeps its place and time.
+    pub fn mark_meta_dirty(&mut self, ino: Option<u32>, block: u64, now: Instant) {
+        if self.live_meta.contains_key(&block) {
+            return;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.runs.push_back(DirtyRun {
+            seq,
+            map: 0,
+            first: block,
+            pages: 1,
+            flushtime: now + self.cfg.age_buffer,
+            meta: Some(ino),
+        });
+        self.live_meta.insert(block, seq);
+    }
+
+    /// A metadata buffer written by another path (`fsync_inode_buffers`,
+    /// `ll_rw_block` clears its dirty bit) or forgotten (`bforget` in
+    /// `ext2_free_branches` when the file is truncated): off the dirty list.
+    /// True when it was dirty.
+    pub fn meta_cleaned(&mut self, block: u64) -> bool {
+        self.live_meta.remove(&block).is_some()
     }
 
     /// The oldest listed page's `b_flushtime`.
@@ -100,7 +152,12 @@ impl BufferLru {
     fn mark_dirty(&mut self, map: u32, page: u64, now: Instant) {
         let flushtime = now + self.cfg.age_buffer;
         let seq = match self.runs.back_mut() {
-            Some(r) if r.map == map && r.first + r.pages == page && r.flushtime == flushtime => {
+            Some(r)
+                if r.meta.is_none()
+                    && r.map == map
+                    && r.first + r.pages == page
+                    && r.flushtime == flushtime =>
+            {
                 r.pages += 1;
                 r.seq
             }
@@ -113,6 +170,7 @@ impl BufferLru {
                     first: page,
                     pages: 1,
                     flushtime,
+                    meta: None,
                 });
                 seq
             }
@@ -126,8 +184,8 @@ impl BufferLru {
 pub struct Flushed {
     /// Buffers written (the kernel's `flushed`, without its overshoot by one).
     pub buffers: u64,
-    /// Runs of pages written: (map, first page, pages), in submission order.
-    pub runs: Vec<(u32, u64, u64)>,
+    /// What was written, in submission order.
+    pub runs: Vec<FlushRun>,
 }
 
 impl Vm {
@@ -175,6 +233,21 @@ impl Vm {
                 b.runs.push_front(r);
                 break;
             }
+            if let Some(ino) = r.meta {
+                if !check_flushtime && out.buffers + 1 > b.cfg.ndirty {
+                    b.runs.push_front(r);
+                    break 'walk;
+                }
+                if b.live_meta.get(&r.first) == Some(&r.seq) {
+                    b.live_meta.remove(&r.first);
+                    out.buffers += 1;
+                    out.runs.push(FlushRun::Meta {
+                        ino,
+                        block: r.first,
+                    });
+                }
+                continue;
+            }
             while r.pages > 0 {
                 if !check_flushtime && out.buffers + b.cfg.buffers_per_page > b.cfg.ndirty {
                     b.runs.push_front(r);
@@ -214,10 +287,18 @@ impl Vm {
 }
 
 /// Append a page to the runs written, extending the last run when contiguous.
-fn push_page(runs: &mut Vec<(u32, u64, u64)>, map: u32, page: u64) {
+fn push_page(runs: &mut Vec<FlushRun>, map: u32, page: u64) {
     match runs.last_mut() {
-        Some((m, first, n)) if *m == map && *first + *n == page => *n += 1,
-        _ => runs.push((map, page, 1)),
+        Some(FlushRun::Pages {
+            map: m,
+            first,
+            pages,
+        }) if *m == map && *first + *pages == page => *pages += 1,
+        _ => runs.push(FlushRun::Pages {
+            map,
+            first: page,
+            pages: 1,
+        }),
     }
 }
 
@@ -241,6 +322,12 @@ mod tests {
         }));
         vm.map_of(7, 10_000);
         vm
+    }
+
+    fn pages(v: &[(u32, u64, u64)]) -> Vec<FlushRun> {
+        v.iter()
+            .map(|&(map, first, pages)| FlushRun::Pages { map, first, pages })
+            .collect()
     }
 
     fn dirty(vm: &mut Vm, first: u64, n: u64, now: Instant) {
@@ -281,10 +368,10 @@ mod tests {
         dirty(&mut vm, 0, 100, Instant(1));
         let f = vm.flush_dirty_buffers(false, Instant(2));
         assert_eq!(f.buffers, 64);
-        assert_eq!(f.runs, vec![(1, 500, 10), (1, 0, 54)]);
+        assert_eq!(f.runs, pages(&[(1, 500, 10), (1, 0, 54)]));
         assert_eq!((vm.nr_dirty, vm.nr_writeback), (46, 64));
         let f = vm.flush_dirty_buffers(false, Instant(2));
-        assert_eq!(f.runs, vec![(1, 54, 46)]);
+        assert_eq!(f.runs, pages(&[(1, 54, 46)]));
         assert_eq!(vm.buffers.as_ref().unwrap().listed(), 0);
     }
 
@@ -299,9 +386,9 @@ mod tests {
             .is_empty());
         // ndirty does not bound kupdate's walk; the younger buffers wait.
         let f = vm.flush_dirty_buffers(true, Instant::ZERO + AGE);
-        assert_eq!(f.runs, vec![(1, 0, 8)]);
+        assert_eq!(f.runs, pages(&[(1, 0, 8)]));
         let f = vm.flush_dirty_buffers(true, Instant(40_000_000_000));
-        assert_eq!(f.runs, vec![(1, 8, 8)]);
+        assert_eq!(f.runs, pages(&[(1, 8, 8)]));
     }
 
     #[test]
@@ -315,7 +402,7 @@ mod tests {
         dirty(&mut vm, 9, 1, Instant(5));
         dirty(&mut vm, 1, 1, Instant(6));
         let f = vm.flush_dirty_buffers(false, Instant(7));
-        assert_eq!(f.runs, vec![(1, 0, 1), (1, 2, 2), (1, 9, 1), (1, 1, 1)]);
+        assert_eq!(f.runs, pages(&[(1, 0, 1), (1, 2, 2), (1, 9, 1), (1, 1, 1)]));
     }
 
     #[test]
@@ -326,10 +413,49 @@ mod tests {
         vm.maps[1].writeback.set(1);
         vm.nr_writeback += 1;
         let f = vm.flush_dirty_buffers(false, Instant(1));
-        assert_eq!(f.runs, vec![(1, 0, 1), (1, 2, 1)]);
+        assert_eq!(f.runs, pages(&[(1, 0, 1), (1, 2, 1)]));
         vm.maps[1].writeback.clear(1);
         vm.nr_writeback -= 1;
         let f = vm.flush_dirty_buffers(false, Instant(2));
-        assert_eq!(f.runs, vec![(1, 1, 1)]);
+        assert_eq!(f.runs, pages(&[(1, 1, 1)]));
+    }
+
+    #[test]
+    fn metadata_buffers_are_written_in_dirtying_order_among_the_pages() {
+        let mut vm = vm24(64);
+        let meta = |vm: &mut Vm, block: u64, now: Instant| {
+            vm.buffers
+                .as_mut()
+                .unwrap()
+                .mark_meta_dirty(Some(3), block, now);
+        };
+        meta(&mut vm, 900, Instant::ZERO);
+        dirty(&mut vm, 0, 4, Instant::ZERO);
+        // Dirtied again while dirty: keeps its place (no second write).
+        meta(&mut vm, 900, Instant(1));
+        meta(&mut vm, 901, Instant(1));
+        dirty(&mut vm, 4, 2, Instant(1));
+        let f = vm.flush_dirty_buffers(false, Instant(2));
+        let meta_run = |block| FlushRun::Meta {
+            ino: Some(3),
+            block,
+        };
+        let mut want = vec![meta_run(900)];
+        want.extend(pages(&[(1, 0, 4)]));
+        want.push(meta_run(901));
+        want.extend(pages(&[(1, 4, 2)]));
+        assert_eq!(f.runs, want);
+        assert_eq!(f.buffers, 8);
+        // Written elsewhere (fsync) before kupdate comes: skipped.
+        meta(&mut vm, 902, Instant(3));
+        assert!(vm.buffers.as_mut().unwrap().meta_cleaned(902));
+        // Clean, then dirtied again: a new flush time at the tail.
+        meta(&mut vm, 900, Instant(10));
+        assert!(vm
+            .flush_dirty_buffers(true, Instant(3) + AGE)
+            .runs
+            .is_empty());
+        let f = vm.flush_dirty_buffers(true, Instant(10) + AGE);
+        assert_eq!(f.runs, vec![meta_run(900)]);
     }
 }

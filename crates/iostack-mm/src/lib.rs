@@ -20,7 +20,7 @@ pub mod write_cache_pages;
 pub mod writeback;
 pub mod writeback_job;
 
-pub use bdflush::{BdflushConfig, BufferLru, DirtyState, Flushed};
+pub use bdflush::{BdflushConfig, BufferLru, DirtyState, FlushRun, Flushed};
 pub use bdp::BdpAction;
 pub use bitmap::PageBits;
 pub use flusher::{FlusherNext, FlusherRun};

@@ -9,9 +9,10 @@
 
 use crate::task::{Blocked, KThread, TaskKind};
 use crate::world::{Ev, Simulation};
-use iostack_core::{ReqFlags, TaskId};
+use iostack_block::Bio;
+use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
-use iostack_mm::DirtyState;
+use iostack_mm::{DirtyState, FlushRun};
 
 /// bdflush's and kupdated's pids: a 2-way 2.4 box starts init, keventd, one
 /// ksoftirqd per CPU, kswapd, then `bdflush_init` starts bdflush and kupdated.
@@ -37,6 +38,7 @@ impl Simulation {
             self.tasks.block(t, Blocked::Idle);
             self.tracer.process(pid, name);
         }
+        self.bd24.alloc_seen = self.fs.alloc_cursor24();
     }
 
     /// The period of the kupdate-style wakeup: `vm/bdflush/interval` on 2.4,
@@ -105,16 +107,172 @@ impl Simulation {
     fn flush_buffers(&mut self, task: TaskId, check_flushtime: bool, now: Instant) -> u64 {
         let f = self.vm.flush_dirty_buffers(check_flushtime, now);
         let flags = ReqFlags::writeback(self.cfg.tunables.profile(), false, false);
-        for &(map, first, n) in &f.runs {
+        for &run in &f.runs {
+            let FlushRun::Pages { map, pages, .. } = run else {
+                continue;
+            };
             let wb = &mut self.vm.wb_pages;
             match self.tasks.kind(task) {
-                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += n,
-                TaskKind::Process(_) => wb.dirtier += n,
-                _ => wb.flusher += n,
+                _ if crate::bdev::is_bdev(self.vm.map_ino[map as usize]) => wb.bdev += pages,
+                TaskKind::Process(_) => wb.dirtier += pages,
+                _ => wb.flusher += pages,
             }
-            self.queue_runs_by_block(task, map, first, n, flags, now);
+        }
+        for run in f.runs {
+            match run {
+                FlushRun::Pages { map, first, pages } => {
+                    self.queue_runs_by_block(task, map, first, pages, flags, now)
+                }
+                FlushRun::Meta { ino, block } => {
+                    if let Some(ino) = ino {
+                        self.fs.indirect_written(ino, block);
+                    }
+                    self.queue_meta_bio(task, block, flags, EndIo::AsyncBuffer, now);
+                }
+            }
         }
         f.buffers
+    }
+
+    /// Queue `ll_rw_block`'s write of metadata buffer `block` (one buffer
+    /// head of a file-system block) on `task`, completing to `end_io`.
+    pub(crate) fn queue_meta_bio(
+        &mut self,
+        task: TaskId,
+        block: u64,
+        flags: ReqFlags,
+        end_io: EndIo,
+        now: Instant,
+    ) {
+        let spb = self.cfg.machine.fs_block_size as u64 / 512;
+        let t = self.tasks.get(task);
+        let bio = Bio {
+            dev: self.cfg.machine.fs_dev(),
+            sector: block * spb,
+            sectors: spb as u32,
+            segments: 1,
+            flags,
+            pid: t.pid,
+            cpu: t.cpu,
+            owner: BioOwner { task, end_io },
+            ioprio: t.ioprio,
+            submitted_at: now,
+            next: None,
+            run: iostack_block::BioRun::ONE,
+        };
+        self.tasks.get_mut(task).pending.push_back(bio);
+    }
+
+    /// The indirect blocks of `ino` allocated since the last call (2.4 only:
+    /// nothing without its buffer list).
+    fn new_indirect24(&mut self, ino: u32) -> Vec<u64> {
+        if self.vm.buffers.is_none() || crate::bdev::is_bdev(ino) {
+            return Vec::new();
+        }
+        let all = self.fs.indirect_blocks(ino);
+        let listed = self.bd24.indirect_listed.entry(ino).or_insert(0);
+        let new = all.get(*listed..).unwrap_or(&[]).to_vec();
+        *listed = all.len();
+        new
+    }
+
+    /// 2.4's `generic_file_write` after `prepare_write` and the copy: the
+    /// indirect blocks `ext2_get_block` allocated go on the dirty list
+    /// (`ext2_alloc_branch` → `mark_buffer_dirty_inode`), each before the
+    /// first data page it maps (it is allocated at that page's
+    /// `prepare_write`, just before the page's block on the disk), then each
+    /// newly dirtied page's buffers (`generic_commit_write`).
+    pub(crate) fn commit_write24(&mut self, map: u32, ino: u32, clean: &[u64], now: Instant) {
+        self.balloc_dirtied24(ino, now);
+        let mut new = self.new_indirect24(ino).into_iter().peekable();
+        for &page in clean {
+            let pblk = if new.peek().is_some() {
+                iostack_fs::writepage::block_of_page(&mut *self.fs, ino, page)
+            } else {
+                None
+            };
+            while let Some(&b) = new.peek() {
+                if pblk.is_some_and(|p| p < b) {
+                    break;
+                }
+                self.mark_indirect24(ino, b, now);
+                new.next();
+            }
+            self.vm.mark_buffers_dirty(map, page, now);
+        }
+        for b in new {
+            self.mark_indirect24(ino, b, now);
+        }
+    }
+
+    /// The indirect blocks a 2.4 direct write's `get_block` calls allocated
+    /// (`generic_direct_IO` → `ext2_get_block` with `create`): dirty, on the
+    /// list, written by kupdated once `age_buffer` old, by bdflush, or by
+    /// the file's fsync (`fsync_inode_buffers`).
+    pub(crate) fn list_indirect24(&mut self, ino: u32, now: Instant) {
+        self.balloc_dirtied24(ino, now);
+        for b in self.new_indirect24(ino) {
+            self.mark_indirect24(ino, b, now);
+        }
+    }
+
+    fn mark_indirect24(&mut self, ino: u32, block: u64, now: Instant) {
+        if let Some(b) = self.vm.buffers.as_mut() {
+            b.mark_meta_dirty(Some(ino), block, now);
+        }
+    }
+
+    /// A write to `ino` on 2.4: its inode is dirty (`generic_file_write`'s
+    /// `mark_inode_dirty_sync` of the mtime, for kupdate's `sync_inodes`),
+    /// and what `ext2_new_block` allocated since the last call dirtied the
+    /// superblock's, the group descriptors' and the block bitmaps' buffers
+    /// (`mark_buffer_dirty`, on no inode's list), listed before the data of
+    /// the write as they are dirtied at its `prepare_write`. Frees
+    /// (`ext2_free_blocks` of Bonnie's unlink) dirty the same buffers.
+    pub(crate) fn balloc_dirtied24(&mut self, ino: u32, now: Instant) {
+        if self.vm.buffers.is_none() || crate::bdev::is_bdev(ino) {
+            return;
+        }
+        self.bd24.dirty_inodes.insert(ino);
+        let Some(cur) = self.fs.alloc_cursor24() else {
+            return;
+        };
+        let Some(last) = self.bd24.alloc_seen.replace(cur) else {
+            return;
+        };
+        let blocks = self.fs.balloc_buffers24(last.min(cur), last.max(cur));
+        if let Some(b) = self.vm.buffers.as_mut() {
+            for block in blocks {
+                b.mark_meta_dirty(None, block, now);
+            }
+        }
+    }
+
+    /// kupdate's `sync_inodes(0)` (2.4.4 `fs/inode.c`): each dirty inode
+    /// through `write_inode(inode, 0)`, which dirties its inode-table buffer.
+    /// (`sync_supers` re-dirties the superblock's buffer, which every
+    /// allocation already dirtied; an `s_wtime`-only update is not modelled.)
+    fn sync_inodes24(&mut self, now: Instant) {
+        for ino in std::mem::take(&mut self.bd24.dirty_inodes) {
+            let Some(block) = self.fs.write_inode24(ino) else {
+                continue;
+            };
+            if let Some(b) = self.vm.buffers.as_mut() {
+                b.mark_meta_dirty(None, block, now);
+            }
+        }
+    }
+
+    /// `ext2_truncate` → `ext2_free_branches` → `bforget` of each indirect
+    /// block of `ino`: off the dirty list, and the inode starts again.
+    pub(crate) fn forget_indirect24(&mut self, ino: u32) {
+        let Some(b) = self.vm.buffers.as_mut() else {
+            return;
+        };
+        for &block in self.fs.indirect_blocks(ino) {
+            b.meta_cleaned(block);
+        }
+        self.bd24.indirect_listed.remove(&ino);
     }
 
     /// Queue the writes of pages `[first, first + n)` of a mapping, one run per
@@ -181,10 +339,9 @@ impl Simulation {
         }
     }
 
-    /// One step of kupdated: `sync_old_buffers` (`flush_dirty_buffers(1)`,
-    /// then `run_task_queue(&tq_disk)`), then `schedule_timeout(interval)`.
-    /// (Its `sync_supers` and `sync_inodes` dirty metadata buffers, which are
-    /// not on the simulated list.)
+    /// One step of kupdated: `sync_old_buffers` (`sync_inodes(0)`, then
+    /// `flush_dirty_buffers(1)`, then `run_task_queue(&tq_disk)`), then
+    /// `schedule_timeout(interval)`.
     pub(crate) fn kupdated_step(&mut self, now: Instant) {
         let task = self.tasks.kthread(KThread::Kupdated);
         if self.drain_pending(task, now) {
@@ -199,6 +356,7 @@ impl Simulation {
             }
             return;
         }
+        self.sync_inodes24(now);
         let buffers = self.flush_buffers(task, true, now);
         let cost = self.submit_cost(buffers);
         self.bd24.kupdate_pass = true;

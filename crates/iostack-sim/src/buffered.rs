@@ -523,10 +523,9 @@ impl Simulation {
         };
         let newly = m.write_pages(op.pos, n, now);
         let added = m.nr_cached() - before;
-        // 2.4's generic_commit_write: the page's buffers go on the dirty list.
-        for page in clean {
-            self.vm.mark_buffers_dirty(op.map, page, now);
-        }
+        // 2.4's generic_commit_write: the page's buffers go on the dirty list
+        // (after the indirect blocks prepare_write allocated).
+        self.commit_write24(op.map, ino, &clean, now);
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
         let grew = self.extend_i_size(ino, end_bytes);
         let create = {

@@ -22,6 +22,16 @@ use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
 use iostack_fs::OsyncWrites;
 
+/// Where a process is in the metadata step of its final fsync on 2.4.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Fsync24 {
+    #[default]
+    NotStarted,
+    /// `fsync_inode_buffers` and `ext2_sync_inode` under way (`Osync24`).
+    Running,
+    Done,
+}
+
 /// Where a process is in the `generic_osync_inode` before its next direct I/O.
 #[derive(Clone, Debug, Default)]
 pub(crate) enum Osync24 {
@@ -65,7 +75,7 @@ impl Simulation {
     /// Bonnie's `newfile(name, ..., create)`: `unlink` then `open(O_CREAT)`.
     /// The page cache of the old file goes (`truncate_inode_pages`; Bonnie
     /// fsyncs before close, so none is dirty) and its blocks are freed.
-    pub(crate) fn recreate_file(&mut self, pi: u32) -> Result<(), String> {
+    pub(crate) fn recreate_file(&mut self, pi: u32, now: Instant) -> Result<(), String> {
         let p = &self.procs[pi as usize];
         let Backing::File(ino) = p.backing else {
             return Err("a device cannot be unlinked and created again".into());
@@ -76,7 +86,10 @@ impl Simulation {
             return Err("unlinking a file with dirty pages is not modelled".into());
         }
         self.vm.invalidate_mapping_pages(map, 0, u64::MAX);
+        self.forget_indirect24(ino);
         let given_back = self.fs.truncate(ino).map_err(|e| e.to_string())?;
+        // ext2_free_blocks dirtied the bitmaps, descriptors and superblock.
+        self.balloc_dirtied24(ino, now);
         if !given_back {
             return Err(
                 "the file's blocks cannot be given back to the sequential allocator \
@@ -128,12 +141,72 @@ impl Simulation {
         if !self.flush24_osync() {
             return false;
         }
-        match self.fs.osync_inode(ino) {
+        match self.osync_inode24(ino) {
             Ok(w) => self.osync_submit(pi, w, now),
             Err(e) => {
                 self.procs[pi as usize].result.error = Some(e.to_string());
                 self.finish_proc(pi, now);
                 true
+            }
+        }
+    }
+
+    /// The inode's dirty indirect blocks and inode block to write
+    /// synchronously (`Ext2::osync_inode`), off the dirty buffer list.
+    fn osync_inode24(&mut self, ino: u32) -> Result<OsyncWrites, iostack_fs::FsError> {
+        let w = self.fs.osync_inode(ino)?;
+        if let Some(b) = self.vm.buffers.as_mut() {
+            for &block in &w.buffers {
+                b.meta_cleaned(block);
+            }
+        }
+        Ok(w)
+    }
+
+    /// The end of a 2.4 process's final fsync (Bonnie's, after each writing
+    /// test): `sys_fsync` → `ext2_sync_file` (2.4.4 `fs/ext2/fsync.c`) →
+    /// `fsync_inode_buffers`, the inode's dirty indirect blocks (newest
+    /// first onto the request queue, sorted there by the elevator) each
+    /// through `ll_rw_block` and waited for, then `ext2_sync_inode` when an
+    /// allocation or a size change left the inode `I_DIRTY_DATASYNC` (a
+    /// timestamp-only inode write is not modelled). Runs after the data
+    /// (the 2.6 `write_cache_pages` fsync; a direct writer has none). True
+    /// while the task waits for it.
+    pub(crate) fn fsync24_meta(&mut self, pi: u32, now: Instant) -> bool {
+        let p = &mut self.procs[pi as usize];
+        match p.fsync24 {
+            Fsync24::Done => false,
+            Fsync24::Running => match std::mem::take(&mut p.osync24) {
+                Osync24::Idle | Osync24::Done => {
+                    p.fsync24 = Fsync24::Done;
+                    false
+                }
+                w => {
+                    p.osync24 = w;
+                    self.osync_before_dio(pi, now)
+                }
+            },
+            Fsync24::NotStarted => {
+                let Backing::File(ino) = p.backing else {
+                    return false;
+                };
+                let wrote = p.result.dirs[1].ios > 0;
+                if !p.spec.end_fsync
+                    || !wrote
+                    || p.result.error.is_some()
+                    || self.vm.buffers.is_none()
+                {
+                    return false;
+                }
+                p.fsync24 = Fsync24::Running;
+                match self.osync_inode24(ino) {
+                    Ok(w) => self.osync_submit(pi, w, now),
+                    // Not ext2: no 2.4 metadata step to run.
+                    Err(_) => {
+                        self.procs[pi as usize].fsync24 = Fsync24::Done;
+                        false
+                    }
+                }
             }
         }
     }

@@ -247,6 +247,15 @@ pub(crate) struct Bdflush24 {
     /// kupdate submitted its `sync_old_buffers` pass; once the buffers are out
     /// it runs `tq_disk` and sleeps `interval`.
     pub kupdate_pass: bool,
+    /// Per inode, how many of its indirect blocks (`MountedFs::
+    /// indirect_blocks`, in allocation order) are already on the dirty list.
+    pub indirect_listed: std::collections::BTreeMap<u32, usize>,
+    /// The block allocator's cursor when its dirtied buffers were last
+    /// listed (`MountedFs::alloc_cursor24`).
+    pub alloc_seen: Option<u64>,
+    /// Inodes a write dirtied (`mark_inode_dirty_sync` of the mtime) since
+    /// kupdate's last `sync_inodes`.
+    pub dirty_inodes: std::collections::BTreeSet<u32>,
 }
 
 /// kblockd's pending work (`kblockd_workqueue`), oldest first.

@@ -200,6 +200,8 @@ pub(crate) struct Proc {
     pub(crate) created: bool,
     /// 2.4's `generic_osync_inode` before the next direct I/O.
     pub(crate) osync24: crate::dio24::Osync24,
+    /// 2.4's `ext2_sync_file` metadata step of the final fsync.
+    pub(crate) fsync24: crate::dio24::Fsync24,
     /// fsync waits in the journal (commit or cache flush).
     pub(crate) jwait: bool,
     /// fsync's cache flush is in flight.
@@ -620,7 +622,10 @@ impl Simulation {
             .iter()
             .any(|p| !p.spec.direct && p.spec.io_size > 0);
         let interval = sim.writeback_interval();
-        if interval.0 > 0 && (buffered || sim.vm.nr_dirty > 0) {
+        // 2.4's kupdated loops from boot, direct I/O or not (its dirty
+        // buffers include the metadata a direct write allocates).
+        let kupdated = sim.vm.buffers.is_some();
+        if interval.0 > 0 && (buffered || kupdated || sim.vm.nr_dirty > 0) {
             let at = Instant::ZERO + interval;
             sim.evq.schedule(at, Ev::WritebackTimer);
         }
@@ -962,6 +967,7 @@ impl Simulation {
                 osync_op: None,
                 created: reused,
                 osync24: Default::default(),
+                fsync24: Default::default(),
                 jwait: false,
                 jflush: false,
                 jbarrier: false,
@@ -1162,6 +1168,8 @@ impl Simulation {
                     self.osync_bio_done(c.owner.task, now);
                     continue;
                 }
+                // end_buffer_io_sync: unlock_buffer, no waiter.
+                EndIo::AsyncBuffer => continue,
                 EndIo::DirectIo { slot } => slot,
             };
             let p = self.proc_of(c.owner.task);
@@ -1263,7 +1271,7 @@ impl Simulation {
     fn step(&mut self, pi: u32, now: Instant) {
         if !self.procs[pi as usize].opened {
             if self.procs[pi as usize].spec.recreate {
-                if let Err(e) = self.recreate_file(pi) {
+                if let Err(e) = self.recreate_file(pi, now) {
                     let p = &mut self.procs[pi as usize];
                     p.result.error = Some(format!("{}: {e}", p.spec.name));
                     p.opened = true;
@@ -1681,7 +1689,7 @@ impl Simulation {
         p.result.note_depth(p.inflight);
         let mut plan = std::mem::take(&mut p.slots[slot as usize].plan);
         let first = self.dio_chunk(pi).map_or(len, |c| len.min(c));
-        let r = self.build_plan(pi, dir, offset, first, &mut plan);
+        let r = self.build_plan(pi, dir, offset, first, &mut plan, now);
         let p = &mut self.procs[pi as usize];
         let map_cost = match r {
             Ok(c) => c,
@@ -1756,6 +1764,7 @@ impl Simulation {
         offset: u64,
         len: u64,
         plan: &mut DioPlan,
+        now: Instant,
     ) -> Result<Duration, String> {
         if matches!(self.procs[pi as usize].spec.target, Target::Diskless { .. }) {
             // fio's null engine (engines/null.c): the I/O is done at once.
@@ -1780,6 +1789,10 @@ impl Simulation {
                 plan,
             )
             .map(|()| {
+                // 2.4: what get_block allocated is dirty, and so is the inode.
+                if dir == Dir::Write {
+                    self.list_indirect24(ino, now);
+                }
                 // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
                 // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
                 plan.read_sync = !self.cfg.tunables.profile().single_queue();
@@ -1823,7 +1836,7 @@ impl Simulation {
         let (dir, offset, len) = (s.dir, s.offset + at, chunk.min(s.len - at));
         let mut plan = std::mem::take(&mut self.procs[pi as usize].slots[slot as usize].plan);
         let done = plan.bytes;
-        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan) {
+        let map_cost = match self.build_plan(pi, dir, offset, len, &mut plan, now) {
             Ok(c) => c,
             Err(e) => {
                 // A later chunk cannot fail where the first did not (the blocks
@@ -2163,6 +2176,9 @@ impl Simulation {
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
+            return;
+        }
+        if self.fsync24_meta(pi, now) {
             return;
         }
         if self.verify_next_phase(pi, now) {

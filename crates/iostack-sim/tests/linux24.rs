@@ -189,3 +189,107 @@ fn generic_osync_inode_writes_the_inode_before_each_direct_io() {
     let others: Vec<u32> = meta.iter().filter(|m| m.0 != first).map(|m| m.1).collect();
     assert_eq!(others, [8, 16], "{meta:?}");
 }
+
+/// Lone writes of at most two blocks: metadata, not data.
+fn lone(q: &[(bool, u64, u32)]) -> Vec<(u64, u32)> {
+    q.iter()
+        .filter(|x| x.0 && x.2 <= 16)
+        .map(|x| (x.1, x.2))
+        .collect()
+}
+
+/// A direct write never writes the indirect blocks its `ext2_get_block`
+/// allocates: they are dirty buffers, and Bonnie's fsync (`ext2_sync_file`
+/// → `fsync_inode_buffers`, then `ext2_sync_inode`) writes them and waits:
+/// IND0, then DIND and IND1 (adjacent, one request), then the inode's block.
+#[test]
+fn fsync_after_direct_writes_writes_the_indirect_blocks() {
+    let w = |fsync| ProcSpec {
+        fresh: true,
+        end_fsync: fsync,
+        ..writer("dio", 8 << 20, 1 << 20, true)
+    };
+    let q = run(cfg(&[], vec![w(true)]), Action::Issue);
+    let meta = lone(&q);
+    let sizes: Vec<u32> = meta.iter().map(|m| m.1).collect();
+    assert_eq!(sizes, [8, 16, 8], "{meta:?}");
+    assert!(meta[2].0 < meta[0].0, "the inode table is before the data");
+    // The last writes of the run: nothing of the file follows them.
+    let tail: Vec<(u64, u32)> = q[q.len() - 3..].iter().map(|x| (x.1, x.2)).collect();
+    assert_eq!(tail, meta, "{q:?}");
+    // Without the fsync they stay dirty in memory (kupdated writes them
+    // once age_buffer old, after this short run).
+    let q = run(cfg(&[], vec![w(false)]), Action::Issue);
+    assert!(lone(&q).is_empty(), "{q:?}");
+}
+
+/// A buffered writer's indirect blocks go on the dirty list when
+/// `prepare_write` allocates them, just before the data they map, so bdflush
+/// (here over a low `nfract`) writes each in the stream, merged with the
+/// data around it: the file's blocks, holes included, go out as requests
+/// that leave no 8-sector gap.
+#[test]
+fn bdflush_writes_indirect_blocks_in_the_data_stream() {
+    let w = ProcSpec {
+        fresh: true,
+        ..writer("buf", 12 << 20, 1 << 20, false)
+    };
+    let sets = ["vm/bdflush/nfract=1", "vm/bdflush/nfract_sync=90"];
+    let q = run(cfg(&sets, vec![w]), Action::Issue);
+    let data: Vec<(u64, u32)> = q
+        .iter()
+        .filter(|x| x.0 && x.2 > 16)
+        .map(|x| (x.1, x.2))
+        .collect();
+    let (lo, hi) = (
+        data[0].0,
+        data.iter().map(|d| d.0 + d.1 as u64).max().unwrap(),
+    );
+    let mut written: Vec<(u64, u64)> = q
+        .iter()
+        .filter(|x| x.0 && x.1 >= lo && x.1 < hi)
+        .map(|x| (x.1, x.1 + x.2 as u64))
+        .collect();
+    written.sort();
+    let gaps = written.windows(2).filter(|w| w[1].0 > w[0].1).count();
+    assert_eq!(gaps, 0, "{written:?}");
+    // 12 MiB + IND0, DIND, IND1, IND2.
+    let total: u64 = written.iter().map(|w| w.1 - w.0).sum();
+    assert_eq!(total, (12 << 20) / 512 + 4 * 8, "{written:?}");
+}
+
+/// `ext2_new_block` dirties the superblock's, the group descriptor's and the
+/// group's block bitmap's buffers (`mark_buffer_dirty`, on no inode's list):
+/// an fsync does not write them (`fsync_inode_buffers` covers the inode's
+/// own), but kupdated does once they are `age_buffer` old, together with
+/// the inode-table block its `sync_inodes` dirtied.
+#[test]
+fn kupdated_writes_the_allocators_buffers_and_the_inode() {
+    let w = |size: u64| ProcSpec {
+        fresh: true,
+        end_fsync: true,
+        ..writer("dio", size, 1 << 20, true)
+    };
+    let ages = ["vm/bdflush/age_buffer=100", "vm/bdflush/interval=50"];
+    let below = |q: &[(bool, u64, u32)], first_data: u64| -> Vec<(u64, u32)> {
+        q.iter()
+            .filter(|x| x.0 && x.1 < first_data)
+            .map(|x| (x.1, x.2))
+            .collect()
+    };
+    // A short run: only the fsync's inode write lands before the data.
+    let q = run(cfg(&ages, vec![w(1 << 20)]), Action::Issue);
+    let first_data = q.iter().filter(|x| x.2 > 16).map(|x| x.1).min().unwrap();
+    assert_eq!(below(&q, first_data).len(), 1, "{q:?}");
+    // Long enough (~2 s) for kupdated (every 0.5 s, buffers 1 s old): the
+    // superblock and group descriptor (blocks 0 and 1, one request), the
+    // bitmap and the inode block join the fsync's inode write.
+    let q = run(cfg(&ages, vec![w(24 << 20)]), Action::Issue);
+    let meta = below(&q, first_data);
+    let (p0, _) = *meta.iter().min().unwrap();
+    assert!(
+        meta.contains(&(p0, 16)),
+        "superblock and descriptor: {meta:?}"
+    );
+    assert!(meta.len() >= 3, "{meta:?}");
+}
