@@ -3,6 +3,8 @@
 //! to a cylinder, a head and an angular slot.
 
 use super::HddParams;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Floor of the square root of a `u64` (Newton's method from an over-estimate).
 pub fn isqrt_u64(n: u64) -> u64 {
@@ -60,9 +62,20 @@ pub struct SeekCurve {
     /// Linear coefficient, ns per cylinder, Q16.
     pub e_q16: u64,
     /// `time(d)` for the first distances of the square-root part, so that the
-    /// scheduler's many evaluations need no square root.
-    table: Vec<u32>,
+    /// scheduler's many evaluations need no square root. Shared by every curve
+    /// fitted to the same figures (`SeekCurve::fit`).
+    table: Arc<[u32]>,
 }
+
+/// Curves already fitted, by `fit`'s arguments. `fit` is a pure function and
+/// its table (up to 64 Ki square roots) costs more than many short runs, so the
+/// disks of a `reproduce` (the same few models in many variants, four in each
+/// RAID) share one; a cache of a pure function cannot change a result.
+type FitKey = (u64, u64, u64, u64);
+/// At most this many curves are kept (a sweep over seek times fits a new one
+/// per point; memory stays bounded).
+const FITTED_MAX: usize = 32;
+static FITTED: OnceLock<Mutex<BTreeMap<FitKey, SeekCurve>>> = OnceLock::new();
 
 /// Distances of the square-root part kept in the table, at most.
 const SEEK_TABLE_MAX: u64 = 1 << 16;
@@ -110,7 +123,7 @@ impl SeekCurve {
             b_q16,
             c_ns,
             e_q16,
-            table: Vec::new(),
+            table: Arc::from([]),
         }
     }
 
@@ -119,7 +132,8 @@ impl SeekCurve {
         let n = self.threshold.min(SEEK_TABLE_MAX);
         self.table = (0..n)
             .map(|d| self.compute(d).min(u32::MAX as u64) as u32)
-            .collect();
+            .collect::<Vec<u32>>()
+            .into();
         self
     }
 
@@ -151,6 +165,20 @@ impl SeekCurve {
     /// such a curve can reach (about t2t + (full-t2t)/3 for a straight line to
     /// t2t + 8/15·(full-t2t) for a pure square root), the nearest one is used.
     pub fn fit(cylinders: u64, t2t: u64, avg: u64, full: u64) -> SeekCurve {
+        let key = (cylinders, t2t, avg, full);
+        let cache = FITTED.get_or_init(|| Mutex::new(BTreeMap::new()));
+        if let Some(c) = cache.lock().expect("seek-curve cache").get(&key) {
+            return c.clone();
+        }
+        let c = Self::fit_uncached(cylinders, t2t, avg, full);
+        let mut m = cache.lock().expect("seek-curve cache");
+        if m.len() < FITTED_MAX {
+            m.insert(key, c.clone());
+        }
+        c
+    }
+
+    fn fit_uncached(cylinders: u64, t2t: u64, avg: u64, full: u64) -> SeekCurve {
         assert!(cylinders >= 2, "a disk needs at least two cylinders");
         assert!(
             t2t <= avg && avg <= full,
@@ -170,7 +198,7 @@ impl SeekCurve {
                 b_q16: 0,
                 c_ns: t2t as i64 - (e_q16 >> 16) as i64,
                 e_q16,
-                table: Vec::new(),
+                table: Arc::from([]),
             };
         }
         let target = avg as i128;
