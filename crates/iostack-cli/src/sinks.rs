@@ -71,7 +71,7 @@ pub fn attach_streams(
         }
         let file =
             std::fs::File::create(f).map_err(|e| CliError::io(format!("--requests {f}"), e))?;
-        let sink = crate::requests::RequestSink::parquet(file, crate::requests::BATCH_ROWS)
+        let sink = crate::requests::RequestSink::parquet(file, crate::requests::GROUP_ROWS)
             .map_err(|e| format!("--requests {f}: {e}"))?;
         sim.attach(Box::new(sink));
     }
