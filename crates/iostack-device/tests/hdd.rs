@@ -613,3 +613,71 @@ fn data_is_destaged_only_after_it_has_arrived() {
     assert!(second >= rev / 2, "{second} ns: destaged before it arrived");
     assert!(second <= rev + 2 * p.overhead_write_ns, "{second} ns");
 }
+
+/// When a flush that follows a delayed write completes, on sata-2010 at queue
+/// depth 1: the drive's head sits just past `journal` (a flushed block there),
+/// a 64 KiB write to `data` arrives at 100 ms, a 7-block write right after
+/// `journal` arrives `delay` later, and a flush follows it.
+fn flush_after_delayed_log(p: &HddParams, seed: u64, data: u64, journal: u64, delay: u64) -> u64 {
+    let w = |sector, sectors| Io {
+        sector,
+        sectors,
+        write: true,
+        fua: false,
+    };
+    let t0 = 100_000_000;
+    let ios = [
+        (0, w(journal, 8)),
+        (0, common::flush_io()),
+        (t0, w(data, 128)),
+        (t0 + 400_000 + delay, w(journal + 8, 56)),
+        (0, common::flush_io()),
+    ];
+    let mut h = build(p, seed);
+    let recs = drive(&mut h, 1, &ios);
+    assert!(
+        recs[1].done < t0,
+        "the first flush ends before the data write"
+    );
+    recs[4].done
+}
+
+/// Seed 003 on SATA (sata-2010, ext4 with the journal in the middle of the
+/// disk, iozone's and fs_mark's data near its start): CFQ holds the journal
+/// thread's log write for its idle window (`cfq_arm_slice_timer`, slice_idle
+/// 8 jiffies, one more to the tick) after the fsync-ing process's data write,
+/// but the drive destages that data in the background meanwhile, and the head
+/// needs longer than the idle (a seek of about half the stroke plus the data's
+/// rotation) before it can come back for the log. The commit's pre-flush then
+/// ends at the same instant whatever the delay, for every rotational phase: the
+/// idle is hidden. With the data a short seek (10 MiB) from the journal it is
+/// not: the delayed log misses its sector and the flush loses a revolution, for
+/// most phases.
+#[test]
+fn idle_window_before_the_log_write_is_hidden_by_the_data_destage() {
+    let p = preset("sata-2010");
+    let rev = 60_000_000_000 / p.rpm as u64;
+    let (journal, far, near) = (973_406_680, 404_480, 973_406_680 - 20_480);
+    let mut exposed = 0;
+    for seed in 1..=8 {
+        let base = flush_after_delayed_log(&p, seed, far, journal, 0);
+        for ms in 1..=9 {
+            let f = flush_after_delayed_log(&p, seed, far, journal, ms * 1_000_000);
+            assert_eq!(
+                f, base,
+                "seed {seed}: a log delayed {ms} ms moved the flush"
+            );
+        }
+        let near0 = flush_after_delayed_log(&p, seed, near, journal, 0);
+        let near9 = flush_after_delayed_log(&p, seed, near, journal, 9_000_000);
+        assert!(
+            near9 == near0 || near9 + 1_000 >= near0 + rev,
+            "{near0} -> {near9}"
+        );
+        exposed += (near9 > near0) as u32;
+    }
+    println!(
+        "data 10 MiB from the journal: a 9 ms idle cost a revolution for {exposed} of 8 phases"
+    );
+    assert!(exposed >= 4, "{exposed} of 8");
+}
