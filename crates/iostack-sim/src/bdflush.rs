@@ -127,19 +127,20 @@ impl Simulation {
                     if let Some(ino) = ino {
                         self.fs.indirect_written(ino, block);
                     }
-                    self.queue_meta_bio(task, block, flags, EndIo::AsyncBuffer, now);
+                    self.queue_fs_bio(task, (block, 1), flags, EndIo::AsyncBuffer, now);
                 }
             }
         }
         f.buffers
     }
 
-    /// Queue `ll_rw_block`'s write of metadata buffer `block` (one buffer
-    /// head of a file-system block) on `task`, completing to `end_io`.
-    pub(crate) fn queue_meta_bio(
+    /// Queue on `task` one bio of `blocks` file-system blocks from `block`
+    /// (an empty flush when 0), completing to `end_io`: `ll_rw_block`'s write
+    /// of a metadata buffer, or a journal buffer through `submit_bh`.
+    pub(crate) fn queue_fs_bio(
         &mut self,
         task: TaskId,
-        block: u64,
+        (block, blocks): (u64, u32),
         flags: ReqFlags,
         end_io: EndIo,
         now: Instant,
@@ -149,8 +150,8 @@ impl Simulation {
         let bio = Bio {
             dev: self.cfg.machine.fs_dev(),
             sector: block * spb,
-            sectors: spb as u32,
-            segments: 1,
+            sectors: blocks * spb as u32,
+            segments: blocks,
             flags,
             pid: t.pid,
             cpu: t.cpu,

@@ -30,8 +30,7 @@
 
 use crate::task::{Blocked, HandleWork, JournalOp, JournalRun, KThread};
 use crate::world::{Ev, Simulation};
-use iostack_block::Bio;
-use iostack_core::{BioOwner, EndIo, Profile, ReqFlags, TaskId};
+use iostack_core::{EndIo, Profile, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
 use iostack_fs::jbd::{
     Access, Action, DataMode, Flavour, Journal, JournalConfig, LogBlock, Start, Stop, Tid, Until,
@@ -589,26 +588,7 @@ impl Simulation {
         flags: ReqFlags,
         now: Instant,
     ) {
-        let spb = self.cfg.machine.fs_block_size as u64 / 512;
-        let t = self.tasks.get(task);
-        let bio = Bio {
-            dev: self.cfg.machine.fs_dev(),
-            sector: block * spb,
-            sectors: blocks * spb as u32,
-            segments: blocks,
-            flags,
-            pid: t.pid,
-            cpu: t.cpu,
-            owner: BioOwner {
-                task,
-                end_io: EndIo::Journal,
-            },
-            ioprio: t.ioprio,
-            submitted_at: now,
-            run: iostack_block::BioRun::ONE,
-            next: None,
-        };
-        self.tasks.get_mut(task).pending.push_back(bio);
+        self.queue_fs_bio(task, (block, blocks), flags, EndIo::Journal, now);
         if task == self.kjournald() {
             self.jbd.as_mut().expect("journal").inflight += 1;
         }
