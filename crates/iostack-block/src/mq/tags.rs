@@ -167,6 +167,41 @@ mod tests {
         assert_eq!(t.get(0, u32::MAX), Some(6));
     }
 
+    /// `get` against `__sbitmap_get_word`'s definition: the first clear bit
+    /// at or after the CPU's hint, wrapping; the hint moves past a tag taken
+    /// at the hint and to a freed tag. Random gets and puts on two CPUs,
+    /// across word boundaries.
+    #[test]
+    fn get_is_the_first_clear_bit_from_the_hint() {
+        let depth = 130;
+        let mut t = Tags::new(depth, 2);
+        let mut used = vec![false; depth as usize];
+        let mut hints = [0u32; 2];
+        let mut held: Vec<u32> = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let cpu = ((x >> 33) % 2) as u32;
+            if (x >> 40) % 3 != 0 && held.len() < depth as usize {
+                let h = hints[cpu as usize];
+                let want = (h..depth).chain(0..h).find(|&b| !used[b as usize]).unwrap();
+                assert_eq!(t.get(cpu, u32::MAX), Some(want));
+                used[want as usize] = true;
+                if want == h {
+                    hints[cpu as usize] = if want + 1 >= depth { 0 } else { want + 1 };
+                }
+                held.push(want);
+            } else if !held.is_empty() {
+                let tag = held.swap_remove(((x >> 20) % held.len() as u64) as usize);
+                t.put(tag, cpu);
+                used[tag as usize] = false;
+                hints[cpu as usize] = tag;
+            }
+        }
+    }
+
     #[test]
     fn shallow_depth_limits_a_caller() {
         let mut t = Tags::new(8, 1);
