@@ -111,6 +111,9 @@ impl Device for Fixed {
     fn poll(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         // Start waiting commands on channels in order; a command is started (and
         // its completion decided) at the earliest instant a channel frees.
+        if self.waiting.is_empty() {
+            return;
+        }
         if self.p.channels >= self.p.queue_depth {
             // A free channel always exists (outstanding < depth <= channels): every
             // command starts at once.
@@ -119,6 +122,19 @@ impl Device for Fixed {
             }
             return;
         }
+        self.start_on_channels(now, out);
+    }
+    fn complete(&mut self, _now: Instant, _id: u64) {
+        assert!(self.outstanding > 0, "completion without a command");
+        self.outstanding -= 1;
+    }
+}
+
+impl Fixed {
+    /// Fewer channels than the queue depth: each waiting command starts at
+    /// the earliest instant a channel frees.
+    #[inline(never)]
+    fn start_on_channels(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         while let Some(cmd) = self.waiting.front().copied() {
             let Reverse((free, ch)) = self.busy_until.pop().expect("at least one channel");
             let start = if free > now { free } else { now };
@@ -127,10 +143,6 @@ impl Device for Fixed {
             self.waiting.pop_front();
             out.push((done, cmd.id));
         }
-    }
-    fn complete(&mut self, _now: Instant, _id: u64) {
-        assert!(self.outstanding > 0, "completion without a command");
-        self.outstanding -= 1;
     }
 }
 

@@ -316,17 +316,33 @@ impl MqQueue {
         out: &mut BlockOut,
     ) -> usize {
         for (i, &rq) in list.iter().enumerate() {
-            if self.get_budget_and_tag(rq) {
-                self.issue(now, rq, ctx, tr, out);
-                continue;
+            if !self.plug_issue_one(now, rq, ctx, tr, out) {
+                return i + 1;
             }
-            let h = self.mq(rq).hctx;
-            self.mq_mut(rq).loc = Loc::Dispatch;
-            self.hctxs[h as usize].dispatch.push_back(rq);
-            self.run_hw_queue(now, h, false, ctx, tr, out);
-            return i + 1;
         }
         list.len()
+    }
+
+    /// One request of `blk_mq_plug_issue_direct`: issued, or (false) onto
+    /// the dispatch list (`blk_mq_request_bypass_insert`) and the queue run.
+    #[inline]
+    pub(super) fn plug_issue_one(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> bool {
+        if self.get_budget_and_tag(rq) {
+            self.issue(now, rq, ctx, tr, out);
+            return true;
+        }
+        let h = self.mq(rq).hctx;
+        self.mq_mut(rq).loc = Loc::Dispatch;
+        self.hctxs[h as usize].dispatch.push_back(rq);
+        self.run_hw_queue(now, h, false, ctx, tr, out);
+        false
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
@@ -508,16 +524,26 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) {
-        let hc = &mut self.hctxs[h as usize];
-        let n = hc.tags.put(tag, cpu);
-        if n == 0 {
-            return;
+        let n = self.hctxs[h as usize].tags.put(tag, cpu);
+        if n != 0 {
+            self.wake_tag_sleepers(now, h, n, tr, out);
         }
-        // The batch is taken off the wait list before any retries (a retry
-        // that fails queues again at the tail).
-        let wake: Vec<BioId> = (0..n)
-            .filter_map(|_| hc.tags.wake_one().map(BioId))
-            .collect();
+    }
+
+    /// The `n` sleepers a driver tag's `put` woke retry; the batch is taken
+    /// off the wait list before any retries (a retry that fails queues again
+    /// at the tail).
+    #[cold]
+    fn wake_tag_sleepers(
+        &mut self,
+        now: Instant,
+        h: u16,
+        n: usize,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let tags = &mut self.hctxs[h as usize].tags;
+        let wake: Vec<BioId> = (0..n).filter_map(|_| tags.wake_one().map(BioId)).collect();
         for id in wake {
             self.retry_sleeper(now, id, tr, out);
         }

@@ -39,7 +39,8 @@ impl MqQueue {
     /// `bio_split_rw_at`: the sectors and segments of the front part if the
     /// bio exceeds `max_segments` or `get_max_io_size` (`max_sectors`
     /// aligned down to the logical block size), else `None`.
-    fn split_point(&self, id: BioId) -> Option<(u32, u32)> {
+    #[inline]
+    pub(super) fn split_point(&self, id: BioId) -> Option<(u32, u32)> {
         let b = self.bio(id);
         let lim = &self.cfg.limits;
         if b.sectors <= lim.max_sectors && b.segments <= lim.max_segments {

@@ -87,6 +87,21 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> Submit {
+        if self.split_point(id).is_none() {
+            return self.mq_submit_bio(now, id, tr, out);
+        }
+        self.submit_split_parts(now, id, tr, out)
+    }
+
+    /// The loop of `submit_split` for a bio over the limits.
+    #[cold]
+    fn submit_split_parts(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> Submit {
         loop {
             let Some(front) = self.split_to_limits(now, id, tr) else {
                 return self.mq_submit_bio(now, id, tr, out);
@@ -137,9 +152,10 @@ impl MqQueue {
         if self.attempt_bio_merge(now, id, tr, out) {
             return Submit::Queued;
         }
+        let task = self.bio(id).owner.task;
         match self.alloc_request(now, id, tr) {
             Some(rq) => {
-                self.submit_rq(now, rq, tr, out);
+                self.submit_rq(now, rq, task, tr, out);
                 Submit::Queued
             }
             None => {
@@ -177,7 +193,7 @@ impl MqQueue {
         let b = *self.bio(id);
         match self.alloc_request(now, id, tr) {
             Some(rq) => {
-                self.submit_rq(now, rq, tr, out);
+                self.submit_rq(now, rq, b.owner.task, tr, out);
                 if let Some(rest) = self.split_rest.remove(&id.0) {
                     if self.submit_split(now, rest, tr, out) == Submit::Sleeping {
                         return;
@@ -265,14 +281,21 @@ impl MqQueue {
     /// The rest of `blk_mq_submit_bio` after G: into the task's plug, or with
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
+    /// `task` submitted the request's bio.
     #[inline]
-    fn submit_rq(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
+    fn submit_rq(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        task: TaskId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
         // op_is_flush: such a request never sets RQF_USE_SCHED.
         let flushy = self.rqs.get(rq).flags.is_flush_or_fua();
         if flushy && self.insert_flush(now, rq, tr, out) {
             return;
         }
-        let task = self.bios.get(self.rqs.get(rq).bio_head).owner.task;
         if self.plugs.contains(task) {
             self.add_rq_to_plug(now, task, rq, tr, out);
             return;
@@ -392,6 +415,16 @@ impl MqQueue {
         if p.list.is_empty() {
             return;
         }
+        if p.list.len() == 1 && !p.has_elevator && !from_schedule {
+            // plug->rq_count == 1 (an io_submit of one iocb, a lone direct
+            // bio): the same U and blk_mq_plug_issue_direct as below, with
+            // no list taken out and put back.
+            let rq = p.list.pop().expect("one request");
+            self.stats.unplugs_io += 1;
+            self.trace_simple(now, ctx, Action::UnplugIo, Pdu::Unplug { depth: 1 }, tr);
+            self.plug_issue_one(now, rq, ctx, tr, out);
+            return;
+        }
         let mut list = std::mem::take(&mut p.list);
         let has_elevator = std::mem::take(&mut p.has_elevator);
         let depth = list.len() as u64;
@@ -509,7 +542,12 @@ impl MqQueue {
         tr: &mut Tracer,
         out: &mut BlockOut,
     ) -> bool {
-        let cpu = self.bio(id).cpu as usize % self.ctxs.len();
+        let cpu = self.bio(id).cpu as usize;
+        let cpu = if cpu < self.ctxs.len() {
+            cpu
+        } else {
+            cpu % self.ctxs.len()
+        };
         if let Some(e) = self.elv.as_ref() {
             let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
             let list = e.bio_merge_list(h, cpu as u32, flags);

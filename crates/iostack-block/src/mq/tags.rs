@@ -52,6 +52,17 @@ impl Tags {
         self.waiters.len()
     }
 
+    /// The CPU's hint slot (a CPU number beyond the possible CPUs wraps).
+    #[inline(always)]
+    fn hint_of(&self, cpu: u32) -> usize {
+        let n = self.hints.len();
+        if (cpu as usize) < n {
+            cpu as usize
+        } else {
+            cpu as usize % n
+        }
+    }
+
     /// The first clear bit in `from..to`, a word at a time.
     #[inline]
     fn find_zero(&self, from: u32, to: u32) -> Option<u32> {
@@ -67,6 +78,7 @@ impl Tags {
         None
     }
 
+    #[inline]
     fn test(&self, t: u32) -> bool {
         self.words[(t / 64) as usize] & (1 << (t % 64)) != 0
     }
@@ -74,18 +86,22 @@ impl Tags {
     /// `__sbitmap_queue_get` / `sbitmap_get_shallow`: the first clear bit at or
     /// after the CPU's hint, wrapping; `shallow` caps the tags this caller may
     /// hold in all (`data->shallow_depth`, set by an elevator's `limit_depth`).
-    #[inline]
+    #[inline(always)]
     pub fn get(&mut self, cpu: u32, shallow: u32) -> Option<u32> {
         if self.used >= self.depth.min(shallow) {
             return None;
         }
-        let h = cpu as usize % self.hints.len();
+        let h = self.hint_of(cpu);
         // Every hint is a tag or 0, below the depth.
         let start = self.hints[h];
-        let t = self
-            .find_zero(start, self.depth)
-            .or_else(|| self.find_zero(0, start))
-            .expect("a clear bit below depth when used < depth");
+        // The hint's own bit clear is what the search would find first.
+        let t = if !self.test(start) {
+            start
+        } else {
+            self.find_zero(start, self.depth)
+                .or_else(|| self.find_zero(0, start))
+                .expect("a clear bit below depth when used < depth")
+        };
         self.words[(t / 64) as usize] |= 1 << (t % 64);
         self.used += 1;
         // update_alloc_hint_after_get: a hit on the hint moves it past the tag.
@@ -104,7 +120,7 @@ impl Tags {
         assert!(self.test(tag), "tag {tag} freed twice");
         self.words[(tag / 64) as usize] &= !(1 << (tag % 64));
         self.used -= 1;
-        let h = cpu as usize % self.hints.len();
+        let h = self.hint_of(cpu);
         self.hints[h] = tag;
         if self.waiters.is_empty() {
             return 0; // !ws_active
@@ -149,6 +165,41 @@ mod tests {
         assert_eq!(t.wake_one(), Some(0));
         // The CPU's hint is the last tag it freed.
         assert_eq!(t.get(0, u32::MAX), Some(6));
+    }
+
+    /// `get` against `__sbitmap_get_word`'s definition: the first clear bit
+    /// at or after the CPU's hint, wrapping; the hint moves past a tag taken
+    /// at the hint and to a freed tag. Random gets and puts on two CPUs,
+    /// across word boundaries.
+    #[test]
+    fn get_is_the_first_clear_bit_from_the_hint() {
+        let depth = 130;
+        let mut t = Tags::new(depth, 2);
+        let mut used = vec![false; depth as usize];
+        let mut hints = [0u32; 2];
+        let mut held: Vec<u32> = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let cpu = ((x >> 33) % 2) as u32;
+            if (x >> 40) % 3 != 0 && held.len() < depth as usize {
+                let h = hints[cpu as usize];
+                let want = (h..depth).chain(0..h).find(|&b| !used[b as usize]).unwrap();
+                assert_eq!(t.get(cpu, u32::MAX), Some(want));
+                used[want as usize] = true;
+                if want == h {
+                    hints[cpu as usize] = if want + 1 >= depth { 0 } else { want + 1 };
+                }
+                held.push(want);
+            } else if !held.is_empty() {
+                let tag = held.swap_remove(((x >> 20) % held.len() as u64) as usize);
+                t.put(tag, cpu);
+                used[tag as usize] = false;
+                hints[cpu as usize] = tag;
+            }
+        }
     }
 
     #[test]
