@@ -49,12 +49,21 @@ pub struct ElvCtx<'a> {
     pub now: Instant,
     /// Scheduler messages, traced as blktrace `m` notes (`blk_add_trace_msg`).
     pub msgs: &'a mut Vec<String>,
+    /// Whether `msgs` goes anywhere (a trace sink is attached): with none, a
+    /// scheduler does not format its messages.
+    pub trace: bool,
     /// Set by a hook to have the queue run (checked after `add_request`,
     /// `completed` and `timer_fired`).
     pub kick: Kick,
 }
 
 impl ElvCtx<'_> {
+    /// A message (`blk_add_trace_msg`), formatted only when traced.
+    pub fn msg(&mut self, text: std::fmt::Arguments) {
+        if self.trace {
+            self.msgs.push(text.to_string());
+        }
+    }
     /// `__blk_run_queue` from the hook (`Kick::Now`).
     pub fn kick_now(&mut self) {
         self.kick = Kick::Now;

@@ -220,6 +220,7 @@ impl RequestQueue {
             let mut ectx = crate::elevator::ElvCtx {
                 now,
                 msgs: &mut self.msgs,
+                trace: tr.enabled(),
                 kick: crate::elevator::Kick::None,
             };
             let got = self.elv.dispatch(&mut ectx, &self.rqs, true);

@@ -1101,6 +1101,7 @@ impl RequestQueue {
         let mut ectx = ElvCtx {
             now,
             msgs: &mut self.msgs,
+            trace: tr.enabled(),
             kick: Kick::None,
         };
         self.elv.add_request(&mut ectx, &mut self.rqs, rq);
@@ -1177,6 +1178,7 @@ impl RequestQueue {
                 let mut ectx = ElvCtx {
                     now,
                     msgs: &mut self.msgs,
+                    trace: tr.enabled(),
                     kick: Kick::None,
                 };
                 self.elv.timer_fired(&mut ectx, &self.rqs);
@@ -1208,6 +1210,7 @@ impl RequestQueue {
         let mut ectx = ElvCtx {
             now,
             msgs: &mut self.msgs,
+            trace: tr.enabled(),
             kick: Kick::None,
         };
         self.elv.yield_queue(&mut ectx, ctx.pid, to);
@@ -1318,6 +1321,7 @@ impl RequestQueue {
             let mut ectx = ElvCtx {
                 now,
                 msgs: &mut self.msgs,
+                trace: tr.enabled(),
                 kick: Kick::None,
             };
             let got = self.elv.dispatch(&mut ectx, &self.rqs, false);
@@ -1394,6 +1398,7 @@ impl RequestQueue {
                 let mut ectx = ElvCtx {
                     now,
                     msgs: &mut self.msgs,
+                    trace: tr.enabled(),
                     kick: Kick::None,
                 };
                 if self.rqs.get(rq).sorted {
@@ -1523,6 +1528,7 @@ impl RequestQueue {
             let mut ectx = ElvCtx {
                 now,
                 msgs: &mut self.msgs,
+                trace: tr.enabled(),
                 kick: Kick::None,
             };
             self.elv.completed(&mut ectx, &self.rqs, rq);

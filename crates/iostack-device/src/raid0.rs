@@ -415,7 +415,11 @@ impl Raid0 {
     }
 
     fn fits(&self, slot: usize) -> bool {
-        self.used + self.room_needed(slot) <= self.cache_sectors
+        // The new sectors are at most the write's own: with room for all of
+        // them, no need to look for the ones already dirty.
+        let all = self.hosts[slot].sectors as u64;
+        self.used + all <= self.cache_sectors
+            || self.used + self.room_needed(slot) <= self.cache_sectors
     }
 
     /// Take the write in `slot` into the cache at `t`; it is acknowledged once

@@ -71,6 +71,20 @@ pub trait ExtentFs: GetBlock {
         n: u64,
         out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError>;
+    /// Writeback maps pages from `lblk` on (at most `n`) as `map_for_writeback`
+    /// of each single page in turn would: appends the runs of the pages mapped
+    /// and returns how many (>= 1). The default maps one page; a file system
+    /// whose mapping of a page does not depend on the length asked for maps
+    /// more at once.
+    fn map_pages_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        _n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        self.map_for_writeback(ino, lblk, 1, out)
+    }
     /// Mapped extents in logical order (delalloc-only ranges are not included), for filefrag.
     fn fiemap(&self, ino: u32) -> Vec<FileExtent>;
     /// Longest run one writeback mapping call may cover, in blocks (ext4 2.6.27/28: the

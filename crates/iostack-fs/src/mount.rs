@@ -71,6 +71,18 @@ pub trait MountedFs {
         n: u64,
         out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError>;
+    /// `ExtentFs::map_pages_for_writeback`: pages from `lblk` on (at most
+    /// `n`) mapped as `map_for_writeback` of each single page in turn would;
+    /// the default maps one page.
+    fn map_pages_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        _n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        self.map_for_writeback(ino, lblk, 1, out)
+    }
     /// Mapped extents in logical order, as FIEMAP reports them (ext2/ext3's
     /// `generic_block_fiemap` merges contiguous blocks; extent file systems report
     /// their extents).
@@ -334,6 +346,15 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
         out: &mut Vec<FileExtent>,
     ) -> Result<u64, FsError> {
         self.fs.map_for_writeback(ino, lblk, n, out)
+    }
+    fn map_pages_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        self.fs.map_pages_for_writeback(ino, lblk, n, out)
     }
     fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
         self.fs.fiemap(ino)

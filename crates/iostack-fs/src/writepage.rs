@@ -49,19 +49,80 @@ pub fn writepage(
     }
 }
 
+/// `writepage` on each page of `[first, first + n)` in turn, mapped to the
+/// blocks from `pblk` on, for the writers that grow an open bio (ext2's
+/// `mpage_writepage`, XFS's ioend): the open bio takes as many pages as it
+/// has room for at once; each full or broken bio goes to `out` as the
+/// page-by-page calls would return it. Per-buffer writers submit every page.
+pub fn writepage_extent(
+    kind: WritepageKind,
+    open: &mut Option<PageRun>,
+    (first, n, pblk): (u64, u64, u64),
+    max_pages: u64,
+    out: &mut impl FnMut(PageRun),
+) {
+    let (mut page, mut blk, end) = (first, pblk, first + n);
+    while page < end {
+        match (kind, open.as_mut()) {
+            (WritepageKind::Mpage | WritepageKind::XfsCluster, Some(b))
+                if b.first + b.pages == page && b.pblk + b.pages == blk && b.pages < max_pages =>
+            {
+                let k = (max_pages - b.pages).min(end - page);
+                b.pages += k;
+                page += k;
+                blk += k;
+            }
+            _ => {
+                if let Some(full) = writepage(kind, open, page, blk, max_pages) {
+                    out(full);
+                }
+                page += 1;
+                blk += 1;
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The runs vector of the mapping calls, reused: one allocation per
+    /// thread, not per page.
+    static RUNS: RefCell<Vec<FileExtent>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The block of page `page` of `ino` for writeback (allocating a delayed block),
 /// or `None` if the file system maps none.
 pub fn block_of_page(fs: &mut dyn MountedFs, ino: u32, page: u64) -> Option<u64> {
-    thread_local! {
-        /// The runs vector, reused: one allocation per thread, not per page.
-        static RUNS: RefCell<Vec<FileExtent>> = const { RefCell::new(Vec::new()) };
-    }
     RUNS.with_borrow_mut(|runs| {
         runs.clear();
         match fs.map_for_writeback(ino, page, 1, runs) {
             Ok(_) if !runs.is_empty() => Some(runs[0].physical + (page - runs[0].logical)),
             _ => None,
         }
+    })
+}
+
+/// `MountedFs::map_pages_for_writeback` of pages from `l` (at most `n`):
+/// `f(first, pages, pblk)` on each run mapped, in order; returns how many
+/// pages were mapped, or `None` if the file system maps none.
+pub fn pages_for_writeback(
+    fs: &mut dyn MountedFs,
+    ino: u32,
+    (l, n): (u64, u64),
+    mut f: impl FnMut(u64, u64, u64),
+) -> Option<u64> {
+    RUNS.with_borrow_mut(|runs| {
+        runs.clear();
+        let k = match fs.map_pages_for_writeback(ino, l, n, runs) {
+            Ok(k) if k > 0 && !runs.is_empty() => k.min(n),
+            _ => return None,
+        };
+        for r in runs.iter() {
+            let (s, e) = (r.logical.max(l), (r.logical + r.len).min(l + k));
+            if s < e {
+                f(s, e - s, r.physical + (s - r.logical));
+            }
+        }
+        Some(k)
     })
 }
 
@@ -129,6 +190,34 @@ mod tests {
                 pblk: 200
             })
         );
+    }
+
+    /// `writepage_extent` returns the bios and leaves the open bio as
+    /// `writepage` on each page in turn does.
+    #[test]
+    fn extents_grow_bios_as_page_by_page() {
+        let mut rng = iostack_des::Rng::stream(iostack_des::Seed(1), "writepage-extent");
+        for _ in 0..2000 {
+            let kind = [
+                WritepageKind::Mpage,
+                WritepageKind::XfsCluster,
+                WritepageKind::PerBuffer,
+            ][rng.below(3) as usize];
+            let max = 1 + rng.below(9);
+            let (mut a, mut b) = (None, None);
+            let (mut by_page, mut by_run) = (Vec::new(), Vec::new());
+            let (mut page, mut pblk) = (rng.below(5), rng.below(5));
+            for _ in 0..rng.below(6) {
+                let n = 1 + rng.below(20);
+                for i in 0..n {
+                    by_page.extend(writepage(kind, &mut a, page + i, pblk + i, max));
+                }
+                writepage_extent(kind, &mut b, (page, n, pblk), max, &mut |r| by_run.push(r));
+                page += n + rng.below(2);
+                pblk += n + rng.below(2) * rng.below(30);
+            }
+            assert_eq!((by_page, a), (by_run, b));
+        }
     }
 
     #[test]

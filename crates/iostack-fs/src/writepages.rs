@@ -8,7 +8,9 @@
 //! become runs of blocks in `Vm::wb_out`; the simulation queues the bios.
 
 use crate::mount::{MountedFs, WritepageKind};
-use crate::writepage::{block_of_page, mpage_da_map_blocks, writepage};
+use crate::writepage::{
+    block_of_page, mpage_da_map_blocks, pages_for_writeback, writepage, writepage_extent,
+};
 use crate::FileExtent;
 use iostack_core::TaskId;
 use iostack_mm::pagecache::is_bdev;
@@ -19,11 +21,26 @@ pub struct FsWriteback<'a> {
     fs: &'a mut dyn MountedFs,
     /// Pages in one bio (the queue's `max_sectors`).
     max_pages: u64,
+    /// Runs of pages taken at once (XFS's cluster, mpage's run after a
+    /// written page); false: page by page, as the kernel's loops go (the
+    /// reference the run paths are tested against).
+    runs: bool,
 }
 
 impl<'a> FsWriteback<'a> {
     pub fn new(fs: &'a mut dyn MountedFs, max_pages: u64) -> FsWriteback<'a> {
-        FsWriteback { fs, max_pages }
+        FsWriteback {
+            fs,
+            max_pages,
+            runs: true,
+        }
+    }
+
+    /// The same writeback taken page by page: every page through
+    /// `->writepage` and its own mapping call.
+    pub fn page_by_page(mut self) -> Self {
+        self.runs = false;
+        self
     }
 
     /// The `->writepage(s)` flavour of mapping `map`: a block device's own
@@ -56,6 +73,37 @@ impl<'a> FsWriteback<'a> {
         let kind = self.kind(vm, w.map);
         if let Some(run) = writepage(kind, &mut w.bio, page, pblk, self.max_pages) {
             vm.wb_out.push(WbAction::Write { map: w.map, run });
+        }
+    }
+
+    /// `write_page` on each page of `[first, first + n)` in turn, the pages
+    /// already taken (`xfs_convert_page` on each page of a cluster,
+    /// `__mpage_writepage` on a run): the pages are mapped a record at a
+    /// time (`map_pages_for_writeback`) and grow the open bio at once.
+    fn write_pages(&mut self, vm: &mut Vm, w: &mut Wcp, first: u64, n: u64) {
+        if !self.runs {
+            for page in first..first + n {
+                self.write_page(vm, w, page);
+            }
+            return;
+        }
+        let (map, ino, kind) = (w.map, vm.map_ino[w.map as usize], self.kind(vm, w.map));
+        let mut push = |run| vm.wb_out.push(WbAction::Write { map, run });
+        let (end, mut l) = (first + n, first);
+        while l < end {
+            if is_bdev(ino) {
+                // blkdev_get_block: each page is its own block.
+                writepage_extent(kind, &mut w.bio, (l, end - l, l), self.max_pages, &mut push);
+                break;
+            }
+            let (bio, max) = (&mut w.bio, self.max_pages);
+            let k = pages_for_writeback(&mut *self.fs, ino, (l, end - l), |s, n, pblk| {
+                writepage_extent(kind, bio, (s, n, pblk), max, &mut push)
+            });
+            match k {
+                Some(k) => l += k,
+                None => panic!("writeback of page {l} of inode {ino}: no block mapping"),
+            }
         }
     }
 
@@ -168,6 +216,39 @@ impl<'a> FsWriteback<'a> {
         w.ext = None;
     }
 
+    /// `cluster_step` on a queue not congested, with its pages taken as one
+    /// run: the loop's checks decide where the cluster ends (the first page
+    /// past the file, not dirty, under writeback or past the quota), so the
+    /// pages before it are taken and written at once. (On a congested queue
+    /// the cluster ends after its first page, and the loop is cheaper.)
+    fn cluster_run(&mut self, vm: &mut Vm, wbc: &mut Wbc, w: &mut Wcp) -> u64 {
+        let next = w.cluster.expect("an XFS cluster");
+        let map = w.map as usize;
+        let quota = wbc.nr_to_write.max(0) as u64;
+        let m = &vm.maps[map];
+        let bound = (next + self.max_pages.min(quota)).min(m.size_pages.max(next));
+        let end = m.dirty.run_end(next, bound);
+        let end = m.writeback.next_set(next, end).unwrap_or(end);
+        let n = end - next;
+        // The loop runs max_pages times unless a page fails a check.
+        let stop = n < self.max_pages;
+        if n > 0 {
+            vm.take_pages(map, next, n);
+            self.write_pages(vm, w, next, n);
+        }
+        wbc.nr_to_write -= n as i64;
+        wbc.written += n;
+        let p = next + n;
+        w.done_index = w.done_index.max(p);
+        w.cluster = if stop { None } else { Some(p) };
+        if w.cluster.is_none() {
+            if let Some(run) = w.bio.take() {
+                vm.wb_out.push(WbAction::Write { map: w.map, run });
+            }
+        }
+        vm.cfg.wb_page_ns * n
+    }
+
     /// `ext4_da_writepages` after a `write_cache_pages` call: whether it calls
     /// again.
     fn da_restart(&self, vm: &Vm, wbc: &mut Wbc, w: &Wcp, congested: bool) -> Option<Restart> {
@@ -255,9 +336,7 @@ impl Writepages for FsWriteback<'_> {
             }
             WritepageKind::Mpage => {
                 vm.take_pages(w.map as usize, first, n);
-                for page in first..first + n {
-                    self.write_page(vm, w, page);
-                }
+                self.write_pages(vm, w, first, n);
                 n
             }
         }
@@ -273,6 +352,9 @@ impl Writepages for FsWriteback<'_> {
     /// submitted); the cluster also ends at a page that is not dirty, or
     /// under writeback, or past the quota.
     fn cluster_step(&mut self, vm: &mut Vm, wbc: &mut Wbc, w: &mut Wcp, congested: bool) -> u64 {
+        if self.runs && !congested {
+            return self.cluster_run(vm, wbc, w);
+        }
         let next = w.cluster.expect("an XFS cluster");
         let map = w.map as usize;
         let mut cost = 0u64;

@@ -983,6 +983,24 @@ impl ExtentFs for Xfs {
         Ok(len)
     }
 
+    /// A page in a delalloc or allocated record maps the same whatever the
+    /// length asked for (`xfs_iomap_write_allocate` converts the whole
+    /// delalloc record; the pages after it in an allocated record need no
+    /// call that changes anything), so the run is mapped to the record's end
+    /// at once; a page in a hole is allocated for itself
+    /// (`xfs_iomap_write_direct` sizes the allocation by the request).
+    fn map_pages_for_writeback(
+        &mut self,
+        ino: u32,
+        lblk: u64,
+        n: u64,
+        out: &mut Vec<FileExtent>,
+    ) -> Result<u64, FsError> {
+        let i = self.idx(ino)?;
+        let n = if self.rec_at(i, lblk).is_some() { n } else { 1 };
+        self.map_for_writeback(ino, lblk, n, out)
+    }
+
     fn fiemap(&self, ino: u32) -> Vec<FileExtent> {
         let Ok(i) = self.idx(ino) else {
             return Vec::new();

@@ -327,7 +327,7 @@ impl Anticipatory {
         ));
         self.antic_timer = Some(self.antic_start + self.cfg.antic_expire);
         self.antic_status = AnticStatus::WaitNext;
-        ctx.msgs.push(format!(
+        ctx.msg(format_args!(
             "as antic_waitnext pid={}",
             self.io_context.map_or(-1, |p| p as i64)
         ));
@@ -341,7 +341,7 @@ impl Anticipatory {
                 self.antic_waitnext(ctx);
             } else {
                 self.antic_status = AnticStatus::WaitReq;
-                ctx.msgs.push(format!(
+                ctx.msg(format_args!(
                     "as antic_waitreq pid={}",
                     self.io_context.map_or(-1, |p| p as i64)
                 ));
@@ -357,7 +357,7 @@ impl Anticipatory {
                 self.antic_timer = None;
             }
             self.antic_status = AnticStatus::Finished;
-            ctx.msgs.push("as antic_stop".to_string());
+            ctx.msg(format_args!("as antic_stop"));
             ctx.kick_work();
         }
     }
@@ -759,7 +759,7 @@ impl Elevator for Anticipatory {
             if reads && !(writes && self.batch_data_dir == SYNC) {
                 if self.batch_data_dir == ASYNC {
                     self.changed_batch = true;
-                    ctx.msgs.push("as batch sync".to_string());
+                    ctx.msg(format_args!("as batch sync"));
                 }
                 self.batch_data_dir = SYNC;
                 rq = self.fifo_list[SYNC].first().map(|&(_, r)| r);
@@ -770,7 +770,7 @@ impl Elevator for Anticipatory {
                     self.changed_batch = true;
                     // new_batch may be set when the queue ran out of reads.
                     self.new_batch = false;
-                    ctx.msgs.push("as batch async".to_string());
+                    ctx.msg(format_args!("as batch async"));
                 }
                 self.batch_data_dir = ASYNC;
                 self.current_write_count = self.write_batch_count;
@@ -880,7 +880,7 @@ impl Elevator for Anticipatory {
         ) {
             self.antic_status = AnticStatus::Finished;
             let pid = self.io_context.expect("anticipating a process");
-            ctx.msgs.push(format!("as antic_timeout pid={pid}"));
+            ctx.msg(format_args!("as antic_timeout pid={pid}"));
             ctx.kick_work();
             if self.aic(pid).ttime_samples == 0 {
                 // The process anticipated on has exited or timed out.

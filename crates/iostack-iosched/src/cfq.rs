@@ -445,7 +445,10 @@ impl Cfq {
     }
 
     /// `cfq_log_cfqq`: "cfq%d " (2.6.32) or "cfq%d%c " (2.6.33+, S/A).
-    fn log(&self, ctx: &mut ElvCtx, q: usize, msg: &str) {
+    fn log(&self, ctx: &mut ElvCtx, q: usize, msg: std::fmt::Arguments) {
+        if !ctx.trace {
+            return;
+        }
         let c = &self.queues[q];
         if self.v() == CfqVersion::V2632 {
             ctx.msgs.push(format!("cfq{} {msg}", c.pid));
@@ -662,7 +665,7 @@ impl Cfq {
 
     /// `cfq_add_cfqq_rr`.
     fn add_cfqq_rr(&mut self, ctx: &mut ElvCtx, q: usize, j: i64) {
-        self.log(ctx, q, "add_to_rr");
+        self.log(ctx, q, format_args!("add_to_rr"));
         self.queues[q].on_rr = true;
         self.busy_queues += 1;
         self.resort_rr_list(q, j);
@@ -670,7 +673,7 @@ impl Cfq {
 
     /// `cfq_del_cfqq_rr`.
     fn del_cfqq_rr(&mut self, ctx: &mut ElvCtx, q: usize) {
-        self.log(ctx, q, "del_from_rr");
+        self.log(ctx, q, format_args!("del_from_rr"));
         self.queues[q].on_rr = false;
         if let Some((t, key)) = self.queues[q].st.take() {
             self.trees[t].remove(&key);
@@ -749,7 +752,7 @@ impl Cfq {
         }
         // CFQ_MIN_TT in raw jiffies here.
         slice = slice.max(2);
-        ctx.msgs.push(format!("cfq workload slice:{slice}"));
+        ctx.msg(format_args!("cfq workload slice:{slice}"));
         self.workload_expires = j + slice;
         self.noidle_tree_requires_idle = false;
     }
@@ -773,7 +776,7 @@ impl Cfq {
     /// `__cfq_set_active_queue`.
     fn set_active_queue(&mut self, ctx: &mut ElvCtx, q: Option<usize>) {
         if let Some(q) = q {
-            self.log(ctx, q, "set_active");
+            self.log(ctx, q, format_args!("set_active"));
             let c = &mut self.queues[q];
             c.slice_end = 0;
             c.slice_dispatch = 0;
@@ -802,7 +805,7 @@ impl Cfq {
             }
         }
         self.queues[q].slice_end = j + slice;
-        self.log(ctx, q, &format!("set_slice={slice}"));
+        self.log(ctx, q, format_args!("set_slice={slice}"));
     }
 
     /// `__cfq_slice_expired` on the active queue.
@@ -810,7 +813,7 @@ impl Cfq {
         let Some(q) = self.active else {
             return;
         };
-        self.log(ctx, q, &format!("slice expired t={}", timed_out as u8));
+        self.log(ctx, q, format_args!("slice expired t={}", timed_out as u8));
         self.queues[q].yield_to = None;
         if self.queues[q].wait_request {
             self.idle_timer = None;
@@ -819,7 +822,7 @@ impl Cfq {
         if timed_out && !self.queues[q].slice_new {
             let resid = self.queues[q].slice_end - j;
             self.queues[q].slice_resid = resid;
-            self.log(ctx, q, &format!("resid={resid}"));
+            self.log(ctx, q, format_args!("resid={resid}"));
         }
         if self.v() != CfqVersion::V2632
             && self.queues[q].on_rr
@@ -910,7 +913,7 @@ impl Cfq {
     /// served next if its sync queue is busy (v4: "yielded to a specific
     /// task"); otherwise the next queue as usual.
     fn select_yield(&mut self, ctx: &mut ElvCtx, q: usize, to: u32, j: i64) -> Option<usize> {
-        self.log(ctx, q, &format!("yield to {to}: expire"));
+        self.log(ctx, q, format_args!("yield to {to}: expire"));
         self.slice_expired(ctx, false, j);
         let target = self.cics.get(&to).and_then(|c| c.sync_q);
         if let Some(tq) = target.filter(|&tq| self.queues[tq].on_rr) {
@@ -1017,7 +1020,7 @@ impl Cfq {
         if j < self.rq(rq).fifo_time {
             return None;
         }
-        self.log(ctx, q, "fifo expired");
+        self.log(ctx, q, format_args!("fifo expired"));
         Some(rq)
     }
 
@@ -1115,7 +1118,7 @@ impl Cfq {
     /// `cfq_dispatch_insert`.
     fn dispatch_insert(&mut self, ctx: &mut ElvCtx, rqs: &RequestPool, rq: RqId) {
         let q = self.rq(rq).q;
-        self.log(ctx, q, "dispatch_insert");
+        self.log(ctx, q, format_args!("dispatch_insert"));
         self.queues[q].next_rq = self.find_next_rq(rqs, q, rq);
         self.remove_request(ctx, rqs, rq);
         self.queues[q].dispatched += 1;
@@ -1181,7 +1184,7 @@ impl Cfq {
         if sample_valid(cic.ttime_samples) && self.queues[q].slice_end - j < cic.ttime_mean as i64 {
             if v == CfqVersion::V2637 {
                 let tt = cic.ttime_mean;
-                self.log(ctx, q, &format!("Not idling. think_time:{tt}"));
+                self.log(ctx, q, format_args!("Not idling. think_time:{tt}"));
             }
             return;
         }
@@ -1202,10 +1205,10 @@ impl Cfq {
             self.log(
                 ctx,
                 q,
-                &format!("arm_idle: {sl} group_idle: {}", group_idle as u8),
+                format_args!("arm_idle: {sl} group_idle: {}", group_idle as u8),
             );
         } else {
-            self.log(ctx, q, &format!("arm_idle: {sl}"));
+            self.log(ctx, q, format_args!("arm_idle: {sl}"));
         }
     }
 
@@ -1284,7 +1287,7 @@ impl Cfq {
             enable = cic.ttime_mean as i64 <= limit;
         }
         if old != enable {
-            self.log(ctx, q, &format!("idle={}", enable as u8));
+            self.log(ctx, q, format_args!("idle={}", enable as u8));
             self.queues[q].idle_window = enable;
         }
     }
@@ -1378,7 +1381,7 @@ impl Cfq {
 
     /// `cfq_preempt_queue`.
     fn preempt_queue(&mut self, ctx: &mut ElvCtx, q: usize, j: i64) {
-        self.log(ctx, q, "preempt");
+        self.log(ctx, q, format_args!("preempt"));
         self.slice_expired(ctx, true, j);
         assert!(self.queues[q].on_rr);
         self.service_tree_add(q, true, j);
@@ -1424,7 +1427,7 @@ impl Cfq {
     /// `cfq_schedule_dispatch`.
     fn schedule_dispatch(&self, ctx: &mut ElvCtx) {
         if self.busy_queues > 0 {
-            ctx.msgs.push("cfq schedule dispatch".to_string());
+            ctx.msg(format_args!("cfq schedule dispatch"));
             ctx.kick_work();
         }
     }
@@ -1513,6 +1516,7 @@ impl Elevator for Cfq {
         let mut ctx = ElvCtx {
             now: Instant(0),
             msgs: &mut msgs,
+            trace: false,
             kick: Default::default(),
         };
         self.remove_request(&mut ctx, rqs, next);
@@ -1569,7 +1573,7 @@ impl Elevator for Cfq {
         });
         self.queues[q].fifo.insert((self.fifo_seq, rq));
         self.fifo_seq += 1;
-        self.log(ctx, q, "insert_request");
+        self.log(ctx, q, format_args!("insert_request"));
         self.add_rq_rb(ctx, rqs, rq, j);
 
         // cfq_rq_enqueued
@@ -1648,7 +1652,7 @@ impl Elevator for Cfq {
             self.queues[q].slice_end = j + 1;
             self.slice_expired(ctx, false, j);
         }
-        self.log(ctx, q, "dispatched a request");
+        self.log(ctx, q, format_args!("dispatched a request"));
         Some((rq, Placement::Sort))
     }
 
@@ -1673,7 +1677,7 @@ impl Elevator for Cfq {
         let drv = self.rq_in_driver[0] + self.rq_in_driver[1];
         let q = r.elv_private as usize;
         if q < self.queues.len() {
-            self.log(ctx, q, &format!("activate rq, drv={drv}"));
+            self.log(ctx, q, format_args!("activate rq, drv={drv}"));
         }
         self.last_position = r.end_sector();
     }
@@ -1693,7 +1697,7 @@ impl Elevator for Cfq {
         if self.active != Some(q) {
             return;
         }
-        self.log(ctx, q, &format!("yielding queue to {to}"));
+        self.log(ctx, q, format_args!("yielding queue to {to}"));
         self.queues[q].yield_to = Some(to);
         if self.queues[q].sort_list.is_empty() {
             ctx.kick_now();
@@ -1707,7 +1711,7 @@ impl Elevator for Cfq {
         let q = r.elv_private as usize;
         let sync = r.flags.is_sync();
         let noidle = r.flags.contains(ReqFlags::NOIDLE);
-        self.log(ctx, q, &format!("complete rqnoidle {}", noidle as u8));
+        self.log(ctx, q, format_args!("complete rqnoidle {}", noidle as u8));
         self.update_hw_tag();
         self.rq_in_driver[sync as usize] -= 1;
         self.queues[q].dispatched -= 1;
@@ -1771,7 +1775,7 @@ impl Elevator for Cfq {
         let j = self.jiffies(ctx.now);
         self.idle_timer = None;
         if let Some(q) = self.active {
-            self.log(ctx, q, "idle_slice_timer");
+            self.log(ctx, q, format_args!("idle_slice_timer"));
             if self.queues[q].must_dispatch {
                 self.schedule_dispatch(ctx);
                 return;

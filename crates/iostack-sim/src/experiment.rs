@@ -759,15 +759,19 @@ impl Experiment {
 /// once, plus the block-device pages ext4's lazy inode-table init zeroes in the
 /// background (`Ext4Params`: a table per group after the first), at the
 /// buffered weight but no more than the processes' own, since a kernel thread
-/// does not keep the run going. Cheap: no file system is made for it.
+/// does not keep the run going. Cheap: no file system is made for it. On XFS a
+/// buffered page weighs eight: `xfs_cluster_write` ends its cluster at a
+/// congested queue, so a streaming writer's writeback takes a step (an event,
+/// and a bio for two pages) per page where ext4 takes a pagevec.
 fn work_estimate(cfg: &SimConfig) -> u64 {
     let page = iostack_mm::PAGE_SIZE;
+    let m = &cfg.machine;
+    let buffered = if m.fs == machine::FsKind::Xfs { 8 } else { 3 };
     let fg: u64 = cfg
         .procs
         .iter()
-        .map(|p| (p.io_size / page).saturating_mul(if p.direct { 1 } else { 3 }))
+        .map(|p| (p.io_size / page).saturating_mul(if p.direct { 1 } else { buffered }))
         .fold(0, u64::saturating_add);
-    let m = &cfg.machine;
     let bg = if m.fs == machine::FsKind::Ext4 {
         let cap = m.device.capacity_sectors();
         let sectors = cap.saturating_sub(m.partition.map_or(0, |(_, start)| start));

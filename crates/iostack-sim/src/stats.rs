@@ -14,6 +14,10 @@ pub struct Lat {
     pub max: u64,
     pub sum: u128,
     pub sum_sq: u128,
+    /// Bucket `base + i` holds `buckets[i]`: only the range between the
+    /// smallest and largest bucket seen is kept (a process with a few I/Os of
+    /// similar latency keeps a few counters, not every bucket below them).
+    base: usize,
     buckets: Vec<u64>,
 }
 
@@ -52,20 +56,31 @@ impl Lat {
         self.sum += ns as u128;
         self.sum_sq += (ns as u128) * (ns as u128);
         let b = bucket_of(ns);
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
+        self.cover(b, b + 1);
+        self.buckets[b - self.base] += 1;
+    }
+    /// Make the kept range cover buckets `[lo, hi)`.
+    fn cover(&mut self, lo: usize, hi: usize) {
+        if self.buckets.is_empty() {
+            self.base = lo;
         }
-        self.buckets[b] += 1;
+        if lo < self.base {
+            let grow = self.base - lo;
+            self.buckets.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = lo;
+        }
+        if self.base + self.buckets.len() < hi {
+            self.buckets.resize(hi - self.base, 0);
+        }
     }
     /// Add another histogram's samples (fio's `group_reporting` sums).
     pub fn merge(&mut self, o: &Lat) {
         if o.n == 0 {
             return;
         }
-        if self.buckets.len() < o.buckets.len() {
-            self.buckets.resize(o.buckets.len(), 0);
-        }
-        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+        self.cover(o.base, o.base + o.buckets.len());
+        let at = o.base - self.base;
+        for (a, b) in self.buckets[at..].iter_mut().zip(&o.buckets) {
             *a += b;
         }
         self.min = if self.n == 0 {
@@ -105,7 +120,7 @@ impl Lat {
         for (i, &c) in self.buckets.iter().enumerate() {
             acc += c;
             if acc >= target {
-                return bucket_value(i).clamp(self.min, self.max);
+                return bucket_value(self.base + i).clamp(self.min, self.max);
             }
         }
         self.max
@@ -293,6 +308,62 @@ mod tests {
             let err = mid.abs_diff(v) as f64 / (v.max(1) as f64);
             assert!(err < 0.02 || v < 64, "{v} -> {mid}");
         }
+    }
+
+    /// Histograms kept from their lowest bucket merge and give percentiles as
+    /// histograms of every bucket from 0 (the sum of the samples' counts per
+    /// bucket) do.
+    #[test]
+    fn kept_ranges_merge_as_full_histograms() {
+        let mut rng = iostack_des::Rng::stream(iostack_des::Seed(3), "lat");
+        for _ in 0..200 {
+            let mut parts: Vec<Lat> = Vec::new();
+            let mut full = vec![0u64; 4096];
+            let mut all = Lat::default();
+            for _ in 0..1 + rng.below(4) {
+                let mut l = Lat::default();
+                let scale = 1u64 << rng.below(40);
+                for _ in 0..rng.below(20) {
+                    let v = rng.below(scale) + rng.below(100);
+                    l.add(v);
+                    full[bucket_of(v)] += 1;
+                }
+                all.merge(&l);
+                parts.push(l);
+            }
+            let kept: Vec<u64> = (0..4096usize)
+                .map(|b| match b.checked_sub(all.base) {
+                    Some(i) => all.buckets.get(i).copied().unwrap_or(0),
+                    None => 0,
+                })
+                .collect();
+            assert_eq!(kept, full);
+            let n: u64 = parts.iter().map(|l| l.n).sum();
+            assert_eq!(all.n, n);
+            for p in [1.0, 50.0, 99.0, 100.0] {
+                let target = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+                let mut acc = 0;
+                let want = full.iter().position(|&c| {
+                    acc += c;
+                    acc >= target
+                });
+                let want = want.map_or(all.max, |b| bucket_value(b).clamp(all.min, all.max));
+                assert_eq!(all.percentile(p), if n == 0 { 0 } else { want });
+            }
+        }
+    }
+
+    /// A process's few I/Os of about a second keep one counter each, not the
+    /// 1600 buckets below them.
+    #[test]
+    fn a_histogram_keeps_only_its_range() {
+        let mut l = Lat::default();
+        l.add(1_000_000_000);
+        l.add(1_000_000_100);
+        assert_eq!(l.buckets.len(), 1);
+        l.add(2_000_000_000);
+        assert!(l.buckets.len() <= 65, "{}", l.buckets.len());
+        assert_eq!(l.percentile(100.0), 2_000_000_000);
     }
 
     #[test]
