@@ -457,6 +457,8 @@ pub struct JobSpec {
     pub thinktime_blocks_issue: bool,
     /// `rate_process=poisson` (default `linear`).
     pub rate_poisson: bool,
+    /// `io_submit_mode=offload` (default `inline`).
+    pub submit_offload: bool,
     /// `rate=` in bytes/s per direction (0: unlimited).
     pub rate: PerDir<u64>,
     /// `rate_iops=` per direction.
@@ -837,6 +839,7 @@ pub(crate) fn build_job(
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
         thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
         rate_poisson: st.choice("rate_process") == Some("poisson"),
+        submit_offload: st.choice("io_submit_mode") == Some("offload"),
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
         loops: u32c(st.int("loops")),
