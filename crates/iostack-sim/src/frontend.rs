@@ -617,6 +617,42 @@ fn offload_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimErro
     Err(at.refuse("io_submit_mode", why))
 }
 
+/// fio's `rate_min`/`rate_iops_min` with `rate_cycle` (`crate::minrate`);
+/// with `exitall_on_error` (the failed job terminating the others) refused.
+fn min_rate_of(
+    j: &iostack_workload::JobSpec,
+    at: &JobAt,
+) -> Result<Option<crate::minrate::MinRate>, SimError> {
+    let m = crate::minrate::MinRate {
+        bytes: [j.ratemin.read, j.ratemin.write],
+        iops: [j.rate_iops_min.read, j.rate_iops_min.write],
+        cycle_ms: j.ratecycle_ms,
+    };
+    if m.bytes == [0, 0] && m.iops == [0, 0] {
+        return Ok(None);
+    }
+    // fixup_options: a minimum above the rate is an error.
+    let over = |rate: u64, min: u64| rate > 0 && rate < min;
+    if over(j.rate.read, m.bytes[0])
+        || over(j.rate.write, m.bytes[1])
+        || over(j.rate_iops.read, m.iops[0])
+        || over(j.rate_iops.write, m.iops[1])
+    {
+        let option = if m.bytes != [0, 0] {
+            "rate_min"
+        } else {
+            "rate_iops_min"
+        };
+        return Err(at.err(Some(option), "minimum rate exceeds rate".into()));
+    }
+    if j.exitall_error {
+        let msg = "with rate_min or rate_iops_min (a failed job terminating the others) it is \
+                   not modelled yet";
+        return Err(at.refuse("exitall_on_error", msg));
+    }
+    Ok(Some(m))
+}
+
 /// fio's `poisson_state` seeds of job clone `thread_number` (init.c
 /// `setup_random_seeds` from `randseed`, 0x89 by default; with
 /// `randrepeat=0` and no `randseed` from the entropy pool: None, drawn from
@@ -1747,6 +1783,7 @@ fn fio_job_procs(
             strided: strided_of(j, size, &at)?,
             offload: j.submit_offload,
             poisson_seeds: poisson_seeds_of(j, out.procs.len() as u64 + 1),
+            min_rate: min_rate_of(j, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

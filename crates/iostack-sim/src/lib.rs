@@ -21,6 +21,7 @@ mod kblockd;
 mod lazyinit;
 mod lfsr;
 pub mod machine;
+pub mod minrate;
 mod offload;
 mod open;
 mod pace;

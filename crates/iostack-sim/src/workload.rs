@@ -260,6 +260,8 @@ pub struct ProcSpec {
     /// `rate_process=poisson`; None: drawn from the run's seed
     /// (`randrepeat=0` without `randseed`).
     pub poisson_seeds: Option<[u64; 2]>,
+    /// fio's `rate_min`/`rate_iops_min` (`crate::minrate`; None: none).
+    pub min_rate: Option<crate::minrate::MinRate>,
 }
 
 /// fio's `zonemode=strided` (`setup_strided_zone_mode`, io_u.c): `size`
@@ -416,6 +418,9 @@ impl std::fmt::Debug for ProcSpec {
         if self.seq_back > 0 {
             d.field("seq_back", &self.seq_back);
         }
+        if let Some(m) = &self.min_rate {
+            d.field("min_rate", m);
+        }
         if self.rate.iter().any(|r| r.poisson) {
             d.field("poisson_seeds", &self.poisson_seeds);
         }
@@ -518,6 +523,7 @@ impl ProcSpec {
             strided: None,
             offload: false,
             poisson_seeds: None,
+            min_rate: None,
         }
     }
 }

@@ -239,6 +239,8 @@ pub(crate) struct Proc {
     pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
     /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
     pub(crate) terminate: bool,
+    /// `check_min_rate`'s state.
+    pub(crate) minrate: crate::minrate::MinRateState,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -1008,6 +1010,7 @@ impl Simulation {
                 rng_dist: Rng::stream(seed, &format!("{label}/dist/draw")),
                 files: None,
                 terminate: false,
+                minrate: Default::default(),
                 fallback_sync: false,
                 spec,
             });
@@ -1412,6 +1415,8 @@ impl Simulation {
         if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
             return;
         }
+        // check_min_rate after the last I/O; a failed job issues no more.
+        self.min_rate_failed(pi, now);
         let p = &self.procs[pi as usize];
         if !self.has_work(p, now) {
             if p.inflight == 0 {

@@ -28,7 +28,7 @@ fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
 #[test]
 fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
-        "rate_min=1m",
+        "latency_target=500",
         "thinktime_iotime=1",
         "blockalign=8k",
         "percentage_random=50",
@@ -60,21 +60,21 @@ fn options_that_change_the_io_are_refused_at_their_line() {
 #[test]
 fn every_refused_option_is_reported_in_one_run() {
     let text =
-        "[global]\nrate_iops_min=100\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nramp_time=2\n";
+        "[global]\nserialize_overlap=1\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nramp_time=2\n";
     let (msg, line, _) = refuse(text);
     assert_eq!(line, Some(2), "{msg}");
     for needle in [
         "job.fio:2:",
         "job.fio:5:",
         "job.fio:8:",
-        "rate_iops",
+        "serialize_overlap",
         "thinktime",
         "ramp_time",
     ] {
         assert!(msg.contains(needle), "{needle} missing from {msg}");
     }
     // The global option is reported once although it applies to both jobs.
-    assert_eq!(msg.matches("rate_iops").count(), 1, "{msg}");
+    assert_eq!(msg.matches("serialize_overlap").count(), 1, "{msg}");
 }
 
 #[test]

@@ -463,6 +463,14 @@ pub struct JobSpec {
     pub rate: PerDir<u64>,
     /// `rate_iops=` per direction.
     pub rate_iops: PerDir<u64>,
+    /// `rate_min=` in bytes/s per direction (0: none).
+    pub ratemin: PerDir<u64>,
+    /// `rate_iops_min=` per direction (0: none).
+    pub rate_iops_min: PerDir<u64>,
+    /// `rate_cycle=` in ms.
+    pub ratecycle_ms: u64,
+    /// `exitall_on_error`.
+    pub exitall_error: bool,
     /// `loops=`.
     pub loops: u32,
     /// `number_ios=` (0: no limit).
@@ -842,6 +850,10 @@ pub(crate) fn build_job(
         submit_offload: st.choice("io_submit_mode") == Some("offload"),
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
+        ratemin: PerDir::from_array(st.num("ratemin").map(|s| u64c(s.int()))),
+        rate_iops_min: PerDir::from_array(st.num("rate_iops_min").map(|s| u64c(s.int()))),
+        ratecycle_ms: u64c(st.int("ratecycle")),
+        exitall_error: st.flag("exitall_error"),
         loops: u32c(st.int("loops")),
         number_ios: u64c(st.int("number_ios")),
         thread: st.flag("use_thread"),
