@@ -284,7 +284,7 @@ fn fio_option_docs_are_generated_from_the_table() {
         doc, out,
         "docs/fio-options.md is stale: run `iostack run --help-options > docs/fio-options.md`"
     );
-    assert!(doc.contains("| `rate_min` | refused: not modelled yet |"));
+    assert!(doc.contains("| `latency_target` | refused: not modelled yet |"));
     assert!(doc.contains("| `direct` | simulated |"));
 }
 

@@ -516,10 +516,12 @@ fn rw_modifier_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(u32, u64
     match j.rw.modifier {
         None => Ok((0, 0)),
         Some(RwModifier::SeqAdd(n)) if n >= 0 && !varies => Ok((0, n as u64)),
+        // Backwards: seq_back_of.
+        Some(RwModifier::SeqAdd(_)) if !varies => Ok((0, 0)),
         Some(RwModifier::RandomRun(n)) if j.norandommap && !varies => Ok((n, 0)),
         Some(RwModifier::SeqAdd(_)) => Err(at.refuse(
             "rw",
-            "a backwards walk (negative :N) or holes with varied sizes are not modelled yet",
+            "holes or a backwards walk with varied sizes are not modelled yet",
         )),
         Some(RwModifier::RandomRun(_)) => Err(at.refuse(
             "rw",
@@ -528,9 +530,40 @@ fn rw_modifier_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(u32, u64
     }
 }
 
-/// The simulated engine of a job's `ioengine=`.
+/// fio's backwards walk, `rw=read:-N` (a negative `ddir_seq_add`): the
+/// bytes each I/O steps back from the last one's end. Refused where fio's
+/// `get_next_seq_offset` does more than step back and wrap to the end:
+/// from a nonzero `offset` (its rewind at `file_offset`), and with a step
+/// shorter than the block (the walk goes forward past the end).
+fn seq_back_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<u64, SimError> {
+    let Some(iostack_workload::RwModifier::SeqAdd(n)) = j.rw.modifier else {
+        return Ok(0);
+    };
+    if n >= 0 {
+        return Ok(0);
+    }
+    let back = n.unsigned_abs();
+    let offset = matches!(j.offset, iostack_workload::Amount::Bytes(0));
+    let why = if !offset || j.offset_increment != iostack_workload::Amount::Bytes(0) {
+        "a backwards walk from a nonzero offset (fio's rewind at file_offset) is not modelled yet"
+    } else if back < j.bs.read.max(j.bs.write) {
+        "a backwards step shorter than the block size is not modelled yet"
+    } else {
+        return Ok(back);
+    };
+    Err(at.refuse("rw", why))
+}
+
+/// The simulated engine of a job's `ioengine=`. Under
+/// `io_submit_mode=offload` the job's thread never waits for a submission
+/// (its `iodepth` workers do, `crate::offload`): asynchronous, whatever the
+/// engine.
 fn engine_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<Engine, SimError> {
     use iostack_workload::IoEngine;
+    if j.submit_offload {
+        offload_fits(j, at)?;
+        return Ok(Engine::Async);
+    }
     match j.ioengine {
         IoEngine::Sync
         | IoEngine::Psync
@@ -547,6 +580,91 @@ fn engine_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<Engine, SimErr
             format!("ioengine={} is not modelled", e.as_str()),
         )),
     }
+}
+
+/// `io_submit_mode=offload` where it is simulated: fio refuses it with an
+/// engine flagged `FIO_NO_OFFLOAD` (io_uring; ioengines.c
+/// `check_engine_ops`); buffered I/O (each worker's `read()`/`write()`
+/// through the page cache beside the others) is not modelled yet.
+fn offload_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
+    use iostack_workload::IoEngine;
+    let why = match j.ioengine {
+        IoEngine::IoUring => "io_uring: can't be used with offloaded submit. Use a sync engine",
+        IoEngine::Sync
+        | IoEngine::Psync
+        | IoEngine::Vsync
+        | IoEngine::Pvsync
+        | IoEngine::Pvsync2
+        | IoEngine::Libaio
+        | IoEngine::Posixaio
+        | IoEngine::Null
+            if j.direct || j.ioengine == IoEngine::Null =>
+        {
+            return Ok(());
+        }
+        IoEngine::Sync
+        | IoEngine::Psync
+        | IoEngine::Vsync
+        | IoEngine::Pvsync
+        | IoEngine::Pvsync2
+        | IoEngine::Libaio
+        | IoEngine::Posixaio => {
+            "with buffered I/O (the workers' concurrent calls through the page cache) it is \
+             not modelled yet"
+        }
+        _ => return Ok(()),
+    };
+    Err(at.refuse("io_submit_mode", why))
+}
+
+/// fio's `rate_min`/`rate_iops_min` with `rate_cycle` (`crate::minrate`);
+/// with `exitall_on_error` (the failed job terminating the others) refused.
+fn min_rate_of(
+    j: &iostack_workload::JobSpec,
+    at: &JobAt,
+) -> Result<Option<crate::minrate::MinRate>, SimError> {
+    let m = crate::minrate::MinRate {
+        bytes: [j.ratemin.read, j.ratemin.write],
+        iops: [j.rate_iops_min.read, j.rate_iops_min.write],
+        cycle_ms: j.ratecycle_ms,
+    };
+    if m.bytes == [0, 0] && m.iops == [0, 0] {
+        return Ok(None);
+    }
+    // fixup_options: a minimum above the rate is an error.
+    let over = |rate: u64, min: u64| rate > 0 && rate < min;
+    if over(j.rate.read, m.bytes[0])
+        || over(j.rate.write, m.bytes[1])
+        || over(j.rate_iops.read, m.iops[0])
+        || over(j.rate_iops.write, m.iops[1])
+    {
+        let option = if m.bytes != [0, 0] {
+            "rate_min"
+        } else {
+            "rate_iops_min"
+        };
+        return Err(at.err(Some(option), "minimum rate exceeds rate".into()));
+    }
+    if j.exitall_error {
+        let msg = "with rate_min or rate_iops_min (a failed job terminating the others) it is \
+                   not modelled yet";
+        return Err(at.refuse("exitall_on_error", msg));
+    }
+    Ok(Some(m))
+}
+
+/// fio's `poisson_state` seeds of job clone `thread_number` (init.c
+/// `setup_random_seeds` from `randseed`, 0x89 by default; with
+/// `randrepeat=0` and no `randseed` from the entropy pool: None, drawn from
+/// the run's seed).
+fn poisson_seeds_of(j: &iostack_workload::JobSpec, thread_number: u64) -> Option<[u64; 2]> {
+    use crate::poisson::{fio_rand_seed, DEFAULT_RANDSEED, POISSON_OFF};
+    let seed = match (j.randseed, j.randrepeat) {
+        (Some(n), _) => n,
+        (None, true) => DEFAULT_RANDSEED,
+        (None, false) => return None,
+    };
+    Some(POISSON_OFF.map(|i| fio_rand_seed(seed, thread_number, i)))
 }
 
 /// Bytes of an amount option; percentages and zones are not modelled yet.
@@ -1330,25 +1448,21 @@ fn rate_of(
     ])
 }
 
-/// The parts of fio's pacing that are not simulated: `rate_process=poisson`,
-/// a rate on a read/write mix (`rate_ddir` switches direction when one is
-/// ahead), and a spin longer than the think time (fio's `usec_sleep` of a
-/// negative `left`).
+/// The parts of fio's pacing that are not simulated: a Poisson rate under
+/// one I/O per second of the smallest block (fio's `usec_for_io` divides
+/// by zero), and a spin longer than the think time (fio's `usec_sleep` of
+/// a negative `left`).
 fn pacing_fits(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
-    let rated = j.rate.read | j.rate.write | j.rate_iops.read | j.rate_iops.write != 0;
-    if rated && j.rate_poisson {
-        return Err(at.refuse("rate_process", "poisson is not modelled yet"));
-    }
-    let mixed = j.rw.kind.reads() && j.rw.kind.writes();
-    if rated && mixed {
-        let msg = "a rate on a read/write mix (rate_ddir's direction switching) is not \
-                   modelled yet";
-        let option = if j.rate.read | j.rate.write != 0 {
-            "rate"
-        } else {
-            "rate_iops"
-        };
-        return Err(at.refuse(option, msg));
+    if j.rate_poisson {
+        let r = rate_of(j, at)?;
+        let min_bs = [j.min_bs.read, j.min_bs.write];
+        if r.iter()
+            .zip(min_bs)
+            .any(|(r, bs)| r.bps > 0 && r.bps / bs.max(1) == 0)
+        {
+            let msg = "a rate under one block per second: fio's usec_for_io divides by zero";
+            return Err(at.refuse("rate_process", msg));
+        }
     }
     if j.thinktime_ns > MAX_JOB_TIME_NS {
         let msg = format!("more than the simulated clock's {MAX_JOB_TIME_NS} ns");
@@ -1653,6 +1767,7 @@ fn fio_job_procs(
             perc_random: [j.perc_random.read.min(100), j.perc_random.write.min(100)],
             seq_nr: rw_modifier_of(j, &at)?.0,
             seq_add: rw_modifier_of(j, &at)?.1,
+            seq_back: seq_back_of(j, &at)?,
             seq_identical: j.rw_sequencer == iostack_workload::RwSequencer::Identical,
             rate,
             more_files: targets,
@@ -1666,6 +1781,9 @@ fn fio_job_procs(
             rand_gen: rand_gen_of(j, out.procs.len() as u64 + 1, &at)?,
             verify: verify_of(j, pattern, engine, diskless, &at)?,
             strided: strided_of(j, size, &at)?,
+            offload: j.submit_offload,
+            poisson_seeds: poisson_seeds_of(j, out.procs.len() as u64 + 1),
+            min_rate: min_rate_of(j, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

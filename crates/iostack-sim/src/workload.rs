@@ -201,6 +201,10 @@ pub struct ProcSpec {
     pub seq_identical: bool,
     /// fio's `rw=read:N` (and write): N bytes skipped after each I/O.
     pub seq_add: u64,
+    /// fio's `rw=read:-N`: each I/O N bytes back from the last one's end,
+    /// from the region's end again when that is before its start
+    /// (`get_next_seq_offset`).
+    pub seq_back: u64,
     /// Drop the file's cached pages at open (fio's `invalidate`,
     /// `file_invalidate_cache`).
     pub invalidate: bool,
@@ -246,6 +250,18 @@ pub struct ProcSpec {
     pub verify: Option<crate::verify::Verify>,
     /// fio's `zonemode=strided` (None: no zones).
     pub strided: Option<Strided>,
+    /// fio's `io_submit_mode=offload` (`rate-submit.c`): the job's thread
+    /// only chooses the I/Os and paces them (`rate_ddir` without
+    /// `io_u_quiesce`); `iodepth` submit workers, each a thread with its
+    /// own pid, issue them one at a time (`crate::offload`).
+    pub offload: bool,
+    /// fio's `poisson_state` seeds per direction (`rand_seeds[
+    /// FIO_RAND_POISSON_OFF]`, `[FIO_RAND_POISSON2_OFF]`) for
+    /// `rate_process=poisson`; None: drawn from the run's seed
+    /// (`randrepeat=0` without `randseed`).
+    pub poisson_seeds: Option<[u64; 2]>,
+    /// fio's `rate_min`/`rate_iops_min` (`crate::minrate`; None: none).
+    pub min_rate: Option<crate::minrate::MinRate>,
 }
 
 /// fio's `zonemode=strided` (`setup_strided_zone_mode`, io_u.c): `size`
@@ -396,6 +412,18 @@ impl std::fmt::Debug for ProcSpec {
         if let Some(z) = &self.strided {
             d.field("strided", z);
         }
+        if self.offload {
+            d.field("offload", &self.offload);
+        }
+        if self.seq_back > 0 {
+            d.field("seq_back", &self.seq_back);
+        }
+        if let Some(m) = &self.min_rate {
+            d.field("min_rate", m);
+        }
+        if self.rate.iter().any(|r| r.poisson) {
+            d.field("poisson_seeds", &self.poisson_seeds);
+        }
         if let Some(w) = &self.exit_what {
             d.field("exit_what", w);
         }
@@ -478,6 +506,7 @@ impl ProcSpec {
             seq_nr: 0,
             seq_identical: false,
             seq_add: 0,
+            seq_back: 0,
             rate: [RateLimit::default(); 2],
             after: None,
             rewrite: false,
@@ -492,6 +521,9 @@ impl ProcSpec {
             rand_gen: RandGen::Streams,
             verify: None,
             strided: None,
+            offload: false,
+            poisson_seeds: None,
+            min_rate: None,
         }
     }
 }

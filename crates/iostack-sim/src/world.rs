@@ -131,10 +131,15 @@ struct Slot {
     bios_left: u32,
     active: bool,
     depth: u32,
+    /// The offload worker submitting it (`crate::offload`; `u32::MAX`: the
+    /// job's own thread).
+    worker: u32,
 }
 
 pub(crate) struct Proc {
     pub(crate) spec: ProcSpec,
+    /// `io_submit_mode=offload`'s submit workers.
+    pub(crate) workers: Option<crate::offload::Workers>,
     pub(crate) backing: Backing,
     rng_off: Rng,
     rng_mix: Rng,
@@ -234,6 +239,8 @@ pub(crate) struct Proc {
     pub(crate) files: Option<Box<crate::files::Files<FileCur>>>,
     /// fio's `td->terminate`: another job's end (`exitall`) stops this one.
     pub(crate) terminate: bool,
+    /// `check_min_rate`'s state.
+    pub(crate) minrate: crate::minrate::MinRateState,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -901,6 +908,16 @@ impl Simulation {
                 _ => Vec::new(),
             };
             self.tracer.process(pid, &spec.comm);
+            // rate_submit_init: iodepth workers, threads made after the
+            // job's process.
+            let workers = spec.offload.then(|| {
+                let w = crate::offload::Workers::new(next_pid, spec.iodepth);
+                next_pid += w.pids().len() as u32;
+                w
+            });
+            for &wp in workers.iter().flat_map(|w| w.pids()) {
+                self.tracer.process(wp, &spec.comm);
+            }
             let depth = match spec.engine {
                 Engine::Sync => 1,
                 Engine::Async => spec.iodepth.max(1),
@@ -913,6 +930,7 @@ impl Simulation {
                 .add(TaskKind::Process(i as u32), pid, cpu, spec.ioprio);
             debug_assert_eq!(task, TaskId(i as u32));
             self.procs.push(Proc {
+                workers,
                 backing,
                 rng_off: Rng::stream(seed, &format!("{label}/offset")),
                 rng_mix: Rng::stream(seed, &format!("{label}/rwmix")),
@@ -973,7 +991,10 @@ impl Simulation {
                 jbarrier: false,
                 datasync: false,
                 sync_issued: None,
-                pace: Default::default(),
+                pace: {
+                    let mut rng = Rng::stream(seed, &format!("{label}/poisson"));
+                    crate::pace::Pace::new(spec.poisson_seeds, move || rng.next_u64())
+                },
                 opened: false,
                 ra_random: false,
                 invalidate_pending: false,
@@ -989,6 +1010,7 @@ impl Simulation {
                 rng_dist: Rng::stream(seed, &format!("{label}/dist/draw")),
                 files: None,
                 terminate: false,
+                minrate: Default::default(),
                 fallback_sync: false,
                 spec,
             });
@@ -1375,6 +1397,7 @@ impl Simulation {
     fn finish_submission(&mut self, pi: u32, slot: u32, now: Instant) {
         self.unplug(TaskId(pi), now);
         self.finish_plug(TaskId(pi), now);
+        self.offload_submitted(pi);
         let p = &mut self.procs[pi as usize];
         p.slots[slot as usize].submitted = now;
         match p.spec.engine {
@@ -1392,6 +1415,8 @@ impl Simulation {
         if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
             return;
         }
+        // check_min_rate after the last I/O; a failed job issues no more.
+        self.min_rate_failed(pi, now);
         let p = &self.procs[pi as usize];
         if !self.has_work(p, now) {
             if p.inflight == 0 {
@@ -1435,7 +1460,10 @@ impl Simulation {
         }
         // Choose direction, offset and length, as fio's get_io_u does.
         let p = &mut self.procs[pi as usize];
-        let dir = if p.spec.rewrite {
+        let dir = if let Some(d) = p.pace.rate_dir {
+            // rate_ddir slept and chose this direction.
+            d
+        } else if p.spec.rewrite {
             if p.rewrite_at.is_some() {
                 Dir::Write
             } else {
@@ -1450,9 +1478,9 @@ impl Simulation {
         } else {
             Dir::Write
         };
-        if self.rate_wait(pi, dir, now) {
+        let Some(dir) = self.rate_ddir(pi, dir, now) else {
             return;
-        }
+        };
         let p = &mut self.procs[pi as usize];
         let (bs, rel, len) = if p.spec.varies(dir) {
             next_varied_io(p, dir)
@@ -1480,6 +1508,14 @@ impl Simulation {
         // get_next_seq_offset: after the first I/O, `rw=...:N` holes add N.
         if seq && p.seq_next > 0 {
             p.seq_next = p.seq_next.saturating_add(p.spec.seq_add);
+            // A negative :N steps back; before the start, from the end.
+            let back = p.spec.seq_back;
+            if back > 0 {
+                p.seq_next = p
+                    .seq_next
+                    .checked_sub(back)
+                    .unwrap_or(p.spec.region.saturating_sub(back));
+            }
         }
         if seq && p.seq_next.saturating_add(bs) > p.spec.region {
             // Wrap for another pass; a time_based job back at its start drops
@@ -1681,6 +1717,7 @@ impl Simulation {
                     bios_left: 0,
                     active: false,
                     depth: 0,
+                    worker: u32::MAX,
                 });
                 p.slots.len() as u32 - 1
             }
@@ -1721,6 +1758,7 @@ impl Simulation {
         s.bios_left = nbios;
         s.active = true;
         s.depth = p.inflight;
+        s.worker = u32::MAX;
         let m = &self.cfg.machine;
         let cost = Duration(m.cpu_syscall_ns + pages * m.cpu_page_ns) + map_cost;
         p.result.sys_ns += cost.as_ns();
@@ -1740,6 +1778,8 @@ impl Simulation {
             return;
         }
         p.submitting = Some((slot, 0));
+        let w = self.offload_enqueue(pi);
+        self.procs[pi as usize].slots[slot as usize].worker = w;
         // 2.6.39+: do_blockdev_direct_IO plugs around the submission.
         self.start_plug(TaskId(pi));
         self.schedule_task(TaskId(pi), now + cost);
@@ -1913,6 +1953,8 @@ impl Simulation {
         }
         p.inflight -= 1;
         p.free.push(slot);
+        let w = p.slots[slot as usize].worker;
+        self.offload_done(pi, w);
         if self.tasks.blocked(TaskId(pi)) == Blocked::OnIo {
             // Woken in this event: it runs now.
             self.tasks.unblock(TaskId(pi));

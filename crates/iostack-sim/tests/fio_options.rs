@@ -28,7 +28,7 @@ fn refuse(text: &str) -> (String, Option<usize>, Option<String>) {
 #[test]
 fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
-        "rate_min=1m",
+        "latency_target=500",
         "thinktime_iotime=1",
         "blockalign=8k",
         "percentage_random=50",
@@ -60,21 +60,21 @@ fn options_that_change_the_io_are_refused_at_their_line() {
 #[test]
 fn every_refused_option_is_reported_in_one_run() {
     let text =
-        "[global]\nrate_iops_min=100\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nramp_time=2\n";
+        "[global]\nserialize_overlap=1\n[a]\nsize=1m\nthinktime_iotime=2\n[b]\nsize=1m\nramp_time=2\n";
     let (msg, line, _) = refuse(text);
     assert_eq!(line, Some(2), "{msg}");
     for needle in [
         "job.fio:2:",
         "job.fio:5:",
         "job.fio:8:",
-        "rate_iops",
+        "serialize_overlap",
         "thinktime",
         "ramp_time",
     ] {
         assert!(msg.contains(needle), "{needle} missing from {msg}");
     }
     // The global option is reported once although it applies to both jobs.
-    assert_eq!(msg.matches("rate_iops").count(), 1, "{msg}");
+    assert_eq!(msg.matches("serialize_overlap").count(), 1, "{msg}");
 }
 
 #[test]
@@ -392,9 +392,6 @@ fn rate_iops_issues_the_rate_asked() {
     }
     let (_, free) = run_ns(base);
     assert!(free > 4_000, "without a rate: {free} I/Os");
-    // A rate on a read/write mix is refused, not ignored.
-    let (msg, _, option) = refuse("[j]\nrw=randrw\nsize=1m\nrate_iops=100\n");
-    assert_eq!(option.as_deref(), Some("rate_iops"), "{msg}");
 }
 
 /// `thinktime=1000` (µs) with `thinktime_blocks=10`: after every 10th completed
@@ -592,8 +589,31 @@ fn rw_modifier_and_sequencer_shape_the_offsets() {
     assert!((297..=302).contains(&same), "{same} repeated of 399");
     assert!(pairs("rw=randread", 8) < 5);
     assert_eq!(pairs("rw=read:4k", 16), 399);
-    let (msg, _, option) = refuse("[j]\nrw=read:-8k\nsize=1m\n");
-    assert_eq!(option.as_deref(), Some("rw"), "{msg}");
+}
+
+/// `rw=read:-8k` (backwards-read.fio) walks back: the offsets real fio 3.33
+/// reads (`--write_iolog`) for `bs=4k size=64k`: 0, then from the end
+/// 8 KiB back from each I/O's end, down to 0, and on from the end. From a nonzero offset (fio's rewind) or with a step
+/// shorter than the block it is refused.
+#[test]
+fn rw_backwards_walks_as_fio_does() {
+    let s = queued_sectors(
+        "[j]\nfilename=/dev/nullb0\nbs=4k\nsize=64k\ndirect=1\nrw=read:-8k\nloops=2\n",
+    );
+    let real: [u64; 16] = [
+        0, 57344, 53248, 49152, 45056, 40960, 36864, 32768, 28672, 24576, 20480, 16384, 12288,
+        8192, 4096, 0,
+    ];
+    let got: Vec<u64> = s.iter().map(|s| s * 512).collect();
+    assert_eq!(got[..16], real);
+    // loops=2: real fio's second pass goes on from the last position (the
+    // I/O after 0 is 8 KiB before the end), not from 0 again.
+    assert_eq!(got[16..31], real[1..]);
+    assert_eq!(got[31], 57344);
+    for bad in ["offset=4k", "bs=16k"] {
+        let (msg, _, option) = refuse(&format!("[j]\nrw=read:-8k\nsize=1m\n{bad}\n"));
+        assert_eq!(option.as_deref(), Some("rw"), "{msg}");
+    }
 }
 
 /// The files and offsets a job's direct I/Os go to, in order: each queued

@@ -457,10 +457,20 @@ pub struct JobSpec {
     pub thinktime_blocks_issue: bool,
     /// `rate_process=poisson` (default `linear`).
     pub rate_poisson: bool,
+    /// `io_submit_mode=offload` (default `inline`).
+    pub submit_offload: bool,
     /// `rate=` in bytes/s per direction (0: unlimited).
     pub rate: PerDir<u64>,
     /// `rate_iops=` per direction.
     pub rate_iops: PerDir<u64>,
+    /// `rate_min=` in bytes/s per direction (0: none).
+    pub ratemin: PerDir<u64>,
+    /// `rate_iops_min=` per direction (0: none).
+    pub rate_iops_min: PerDir<u64>,
+    /// `rate_cycle=` in ms.
+    pub ratecycle_ms: u64,
+    /// `exitall_on_error`.
+    pub exitall_error: bool,
     /// `loops=`.
     pub loops: u32,
     /// `number_ios=` (0: no limit).
@@ -837,8 +847,13 @@ pub(crate) fn build_job(
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
         thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
         rate_poisson: st.choice("rate_process") == Some("poisson"),
+        submit_offload: st.choice("io_submit_mode") == Some("offload"),
         rate: PerDir::from_array(st.num("rate").map(|s| u64c(s.int()))),
         rate_iops: PerDir::from_array(st.num("rate_iops").map(|s| u64c(s.int()))),
+        ratemin: PerDir::from_array(st.num("ratemin").map(|s| u64c(s.int()))),
+        rate_iops_min: PerDir::from_array(st.num("rate_iops_min").map(|s| u64c(s.int()))),
+        ratecycle_ms: u64c(st.int("ratecycle")),
+        exitall_error: st.flag("exitall_error"),
         loops: u32c(st.int("loops")),
         number_ios: u64c(st.int("number_ios")),
         thread: st.flag("use_thread"),

@@ -61,7 +61,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "rw",
         Sim,
-        "read, write, rw, randread, randwrite, randrw, ':N' (holes, or runs with norandommap); trim and backwards refused",
+        "read, write, rw, randread, randwrite, randrw, ':N' (holes, or runs with norandommap), ':-N' backwards from offset 0; trim refused",
     ),
     (
         "rw_sequencer",
@@ -83,7 +83,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ("iodepth_batch_complete_max", No(NOT_YET), ""),
     ("iodepth_low", No(NOT_YET), ""),
     ("serialize_overlap", No(NOT_YET), ""),
-    ("io_submit_mode", No(NOT_YET), ""),
+    (
+        "io_submit_mode",
+        Sim,
+        "offload: paced without waiting for I/Os in flight, iodepth submit workers with their own pids; buffered I/O refused",
+    ),
     ("size", Sim, "bytes; a percentage or zones are refused"),
     ("io_size", Sim, "bytes; a percentage or zones are refused"),
     ("fill_device", No(NOT_YET), ""),
@@ -332,17 +336,25 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "rate",
         Sim,
-        "rate_ddir/usec_for_io per direction; with a read/write mix refused",
+        "rate_ddir/usec_for_io per direction; a read/write mix switches to the direction behind its rate",
     ),
-    ("rate_min", No(NOT_YET), "check_min_rate's job failure"),
+    (
+        "rate_min",
+        Sim,
+        "check_min_rate: past 2 s, each rate_cycle below it fails the job",
+    ),
     (
         "rate_iops",
         Sim,
         "as rate, times the direction's minimum block size",
     ),
-    ("rate_iops_min", No(NOT_YET), "check_min_rate's job failure"),
-    ("rate_process", Sim, "linear; poisson refused"),
-    ("rate_cycle", No(PARENT), "used by rate_min only"),
+    ("rate_iops_min", Sim, "as rate_min, in I/Os per second"),
+    (
+        "rate_process",
+        Sim,
+        "linear, or poisson: fio's exponential gaps from its poisson_state seeds",
+    ),
+    ("rate_cycle", Sim, "the window of rate_min's check"),
     ("rate_ignore_thinktime", No(NOT_YET), ""),
     ("max_latency", No(NOT_YET), ""),
     ("latency_target", No(NOT_YET), ""),
@@ -401,7 +413,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "exitall_on_error",
         Out,
-        "the simulated device returns no errors",
+        "the simulated device returns no errors; with rate_min refused",
     ),
     ("stonewall", Sim, ""),
     ("new_group", Sim, "starts a new reporting group"),
