@@ -26,6 +26,7 @@
 
 use crate::ext2::has_super;
 use crate::extent_fs::{check_tiling, ExtentFs, FileExtent, RangeSet};
+use crate::ialloc::Ialloc;
 use crate::mballoc::{AllocRequest, MbConfig, MbVariant, Mballoc};
 use crate::{BlockMapping, FsError, GetBlock};
 use iostack_core::Tunables;
@@ -64,6 +65,8 @@ pub struct Ext4Params {
     pub mb: MbConfig,
     /// `ExtentFs::max_writeback_run`.
     pub max_writeback_run: u64,
+    /// `s_hash_seed` (mke2fs's `uuid_generate`); all zero: the hash's default.
+    pub hash_seed: [u32; 4],
 }
 
 impl Ext4Params {
@@ -85,6 +88,7 @@ impl Ext4Params {
             journal_blocks: None,
             mb: MbConfig::defaults(MbVariant::V2628),
             max_writeback_run: EXT_INIT_MAX_LEN,
+            hash_seed: [0; 4],
         }
     }
 
@@ -109,6 +113,7 @@ impl Ext4Params {
 
 #[derive(Clone, Debug)]
 struct Inode {
+    ino: u32,
     name: String,
     /// `i_size` in bytes.
     size: u64,
@@ -120,6 +125,15 @@ struct Inode {
     delalloc: RangeSet,
     /// No writer holds the file open.
     closed: bool,
+    /// `S_ISDIR`.
+    dir: bool,
+    /// The directory holding the entry (`ROOT_INO` for the root).
+    parent: u32,
+    /// `i_last_alloc_group` (directories).
+    last_alloc_group: Option<u64>,
+    /// What the directories `mkdir`ed for this file's path dirtied: journalled
+    /// in the file's create handle (`create_meta`).
+    made_dirs_meta: Vec<u64>,
 }
 
 pub struct Ext4 {
@@ -143,7 +157,16 @@ pub struct Ext4 {
     meta: Vec<(u64, u64, &'static str)>,
     mb: Mballoc,
     inodes: Vec<Inode>,
+    /// Inode number → index in `inodes`.
+    ino_index: BTreeMap<u32, usize>,
     names: BTreeMap<String, u32>,
+    /// Directory path (no leading or trailing `/`) → inode.
+    dirs: BTreeMap<String, u32>,
+    ialloc: Ialloc,
+    /// The root's `i_last_alloc_group`.
+    root_last_alloc: Option<u64>,
+    /// Metadata dirtied by directories made since the last `create`.
+    pending_dir_meta: Vec<u64>,
     /// `s_dirtyblocks_counter`: blocks reserved by delayed allocation.
     dirty: u64,
     /// `current->pid` of the task allocating (2.6.28 goal colour).
@@ -299,7 +322,12 @@ impl Ext4 {
             meta,
             mb,
             inodes: Vec::new(),
+            ino_index: BTreeMap::new(),
             names: BTreeMap::new(),
+            dirs: BTreeMap::new(),
+            ialloc: Ialloc::new(ngroups, p.inodes_per_group, bpg, p.log_groups_per_flex),
+            root_last_alloc: None,
+            pending_dir_meta: Vec::new(),
             dirty: 0,
             pid: 0,
             p: Ext4Params { blocks, ..p },
@@ -461,11 +489,10 @@ impl Ext4 {
     }
 
     fn idx(&self, ino: u32) -> Result<usize, FsError> {
-        let i = ino.checked_sub(FIRST_FILE_INO).map(|i| i as usize);
-        match i {
-            Some(i) if i < self.inodes.len() => Ok(i),
-            _ => Err(FsError::NoSuchFile(format!("inode {ino}"))),
-        }
+        self.ino_index
+            .get(&ino)
+            .copied()
+            .ok_or_else(|| FsError::NoSuchFile(format!("inode {ino}")))
     }
 
     fn check_range(lblk: u64, n: u64) -> Result<(), FsError> {
@@ -537,7 +564,8 @@ impl Ext4 {
                 let mut g = inode.group;
                 if self.flex_size >= FLEX_SIZE_DIR_ALLOC_SCHEME {
                     g &= !(self.flex_size - 1);
-                    g += 1;
+                    // the first group is kept for directories (S_ISREG)
+                    g += u64::from(!inode.dir);
                 }
                 g * bpg
             }
@@ -623,7 +651,8 @@ impl Ext4 {
             }
         }
         let ar = AllocRequest {
-            ino: FIRST_FILE_INO + i as u32,
+            ino: inode.ino,
+            directory: inode.dir,
             logical: iblock,
             len,
             goal: self.find_goal(i, iblock),
@@ -726,26 +755,15 @@ impl ExtentFs for Ext4 {
         self.p.block_size
     }
 
+    /// `ext4_create` → `ext4_new_inode`: the inode in the group
+    /// `find_group_other` (or 2.6.28's `find_group_flex`) picks from the
+    /// parent directory, made first (as fio's `create_work_dirs` and fs_mark
+    /// do) when it does not exist yet.
     fn create(&mut self, name: &str) -> Result<u32, FsError> {
         if let Some(ino) = crate::extent_fs::existing_file(&self.names, name)? {
             return Ok(ino);
         }
-        let ino = FIRST_FILE_INO as u64 + self.inodes.len() as u64;
-        if ino > self.ngroups * self.p.inodes_per_group || ino > u32::MAX as u64 {
-            return Err(FsError::NoSpace);
-        }
-        // ext4_new_inode: files in the root directory take the first free inode of
-        // the root's (flex) group, find_group_flex / find_group_other.
-        self.inodes.push(Inode {
-            name: name.to_string(),
-            size: 0,
-            group: (ino - 1) / self.p.inodes_per_group,
-            extents: BTreeMap::new(),
-            delalloc: RangeSet::new(),
-            closed: false,
-        });
-        self.names.insert(name.to_string(), ino as u32);
-        Ok(ino as u32)
+        self.new_file(name)
     }
 
     fn lookup(&self, name: &str) -> Option<u32> {
@@ -873,19 +891,17 @@ impl ExtentFs for Ext4 {
     }
 
     /// `ext4_new_inode`: the inode bitmap, the group descriptor and the
-    /// inode-table block; `ext4_add_entry`: the directory block and the
-    /// directory's inode (mtime, `ext4_mark_inode_dirty(dir)`). The namespace
-    /// is flat: every entry goes to the root directory's first block.
+    /// inode-table block; `ext4_add_entry`: the parent directory's block and
+    /// inode (mtime, `ext4_mark_inode_dirty(dir)`); and what the `mkdir`s
+    /// made for the file's path dirtied. Every entry goes to its directory's
+    /// first block (directories do not grow).
     fn create_meta(&self, ino: u32) -> Vec<u64> {
-        let g = (ino as u64 - 1) / self.p.inodes_per_group;
-        let Some(&(_, ibitmap)) = self.bitmaps.get(g as usize) else {
+        let Ok(i) = self.idx(ino) else {
             return Vec::new();
         };
-        let root = self.meta.iter().find(|r| r.2.starts_with("root"));
-        let mut v = vec![ibitmap, self.group_desc_block(g)];
-        v.extend(self.inode_block(ino));
-        v.extend(root.map(|r| r.0));
-        v.extend(self.inode_block(2));
+        let mut v = self.new_inode_meta(ino);
+        v.extend(self.entry_meta(self.inodes[i].parent));
+        v.extend(&self.inodes[i].made_dirs_meta);
         v.sort_unstable();
         v.dedup();
         v
@@ -895,6 +911,11 @@ impl ExtentFs for Ext4 {
         std::mem::take(&mut self.alloc_log)
     }
 }
+
+#[path = "ext4_dir.rs"]
+mod dir;
+
+pub use dir::ROOT_INO;
 
 #[cfg(test)]
 mod tests {

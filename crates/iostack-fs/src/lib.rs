@@ -12,9 +12,11 @@
 
 pub mod blkdev_dio;
 pub mod dio;
+pub mod dirhash;
 pub mod ext2;
 pub mod ext4;
 pub mod extent_fs;
+pub mod ialloc;
 pub mod jbd;
 pub mod mballoc;
 pub mod mount;

@@ -98,6 +98,9 @@ pub struct AllocRequest {
     pub isize: u64,
     /// No writer holds the file open (`i_writecount == 0`).
     pub writers_closed: bool,
+    /// A directory's block: no `EXT4_MB_HINT_DATA` (`ext4_ext_get_blocks`
+    /// sets it for regular files only), so no preallocation of any kind.
+    pub directory: bool,
 }
 
 /// `struct ext4_free_extent`.
@@ -130,6 +133,8 @@ struct Ac {
     group_alloc: bool,
     noprealloc: bool,
     first: bool,
+    /// `EXT4_MB_HINT_DATA`.
+    data: bool,
 }
 
 /// Orders tracked (`blocksize_bits + 1` ≤ 17 for 64 KiB blocks).
@@ -423,6 +428,11 @@ impl Mballoc {
 
     /// `s_freeblocks_counter`: free blocks, including the unused blocks of
     /// preallocation spaces (they are free on disk).
+    /// `bg_free_blocks_count` of group `g` (0 past the last group).
+    pub fn group_free(&self, g: u64) -> u64 {
+        self.groups.get(g as usize).map_or(0, |gi| gi.free)
+    }
+
     pub fn free_blocks(&self) -> u64 {
         self.total_free + self.pa_free
     }
@@ -584,8 +594,15 @@ impl Mballoc {
             group_alloc: false,
             noprealloc: false,
             first: false,
+            data: !ar.directory,
         };
         let size = ac.o.logical + ac.o.len;
+        if ar.directory {
+            // ext4_mb_group_or_file / ext4_mb_normalize_request /
+            // ext4_mb_use_preallocated: "if (!(ac->ac_flags & EXT4_MB_HINT_DATA))".
+            ac.noprealloc = true;
+            return ac;
+        }
         match self.cfg.variant {
             MbVariant::V2628 => {
                 // K2628: "don't use group allocation for large files"
@@ -613,6 +630,9 @@ impl Mballoc {
     /// `ext4_mb_use_preallocated`: an inode space covering the first block, else
     /// (group allocation) the locality-group space closest to the goal with room.
     fn use_preallocated(&mut self, ac: &mut Ac, ar: &AllocRequest) -> Option<(u64, u64)> {
+        if ar.directory {
+            return None;
+        }
         let l = ac.o.logical;
         let lo = l.saturating_sub(self.bpg);
         // Newest matching space first, as list_add_rcu puts new spaces at the head.
@@ -801,7 +821,7 @@ impl Mballoc {
         ac.status = Status::Found;
         // "store last allocated for subsequent stream allocation"
         let update = match self.cfg.variant {
-            MbVariant::V2628 => true, // EXT4_MB_HINT_DATA: every file data allocation
+            MbVariant::V2628 => ac.data, // EXT4_MB_HINT_DATA: every file data allocation
             MbVariant::V2630 => ac.stream,
         };
         if update {

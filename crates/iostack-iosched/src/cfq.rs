@@ -1132,6 +1132,13 @@ impl Cfq {
         let q = (0..self.queues.len()).find(|&q| !self.queues[q].sort_list.is_empty())?;
         let rq = self.queues[q].next_rq.expect("non-empty queue has next_rq");
         self.dispatch_insert(ctx, rqs, rq);
+        // __cfq_forced_dispatch_cfqq ends in __cfq_slice_expired, which takes
+        // a queue it emptied off the service tree (2.6.33+ keeps an emptied
+        // queue there only until it is expired).
+        let c = &self.queues[q];
+        if c.on_rr && c.sort_list.is_empty() {
+            self.del_cfqq_rr(ctx, q);
+        }
         Some(rq)
     }
 

@@ -442,3 +442,33 @@ fn real_blkparse_prints_the_flush_flags_as_we_do() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cfq_barrier_drain_takes_emptied_queues_off_the_tree() {
+    // A barrier drains the elevator (cfq_forced_dispatch): the async queue,
+    // not active, is emptied by it, and __cfq_forced_dispatch_cfqq's
+    // __cfq_slice_expired takes it off the service tree at once. Left there
+    // (2.6.33+ keeps an emptied queue only until it expires), it could be
+    // chosen again with nothing to dispatch.
+    let mut h = h(Profile::V2_6_33, "cfq", true, false);
+    for i in 0..3 {
+        h.bio(0, 1, 1000 + 8 * i, 8, W | ReqFlags::SYNC);
+    }
+    h.bio(0, 2, 50_000, 8, W);
+    h.bio(0, 3, 5000, 8, W | ReqFlags::SYNC | ReqFlags::FLUSH);
+    h.run();
+    let evs = h.events.lock().unwrap().clone();
+    let mut seen = Vec::new();
+    for ev in &evs {
+        match ev {
+            TraceEvent::Message { text, .. } => seen.push(text.clone()),
+            TraceEvent::Block(r) if r.action == Action::Issue && r.sector == 5000 => break,
+            _ => {}
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|m| m.contains("A") && m.contains("del_from_rr")),
+        "{seen:?}"
+    );
+}

@@ -10,6 +10,7 @@ pub fn build(
     m: &crate::machine::Machine,
     t: &iostack_core::Tunables,
     fs_sectors: u64,
+    seed: iostack_des::Seed,
 ) -> Result<Box<dyn MountedFs>, crate::error::SimError> {
     use crate::machine::FsKind;
     let bs = m.fs_block_size as u64;
@@ -25,11 +26,12 @@ pub fn build(
             ext3: m.fs == FsKind::Ext3,
         })),
         FsKind::Ext4 => {
-            let p = iostack_fs::ext4::Ext4Params::from_tunables(
+            let mut p = iostack_fs::ext4::Ext4Params::from_tunables(
                 m.fs_block_size,
                 fs_sectors * 512 / bs,
                 t,
             );
+            p.hash_seed = hash_seed(seed);
             mounted(
                 "mkfs.ext4",
                 iostack_fs::ext4::Ext4::new(p),
@@ -49,6 +51,18 @@ pub fn build(
             )
         }
     }
+}
+
+/// mke2fs's `s_hash_seed` (`uuid_generate`): 16 bytes of the run's named
+/// random stream, which is what makes `find_group_orlov` spread a top-level
+/// directory differently on every file system made.
+fn hash_seed(seed: iostack_des::Seed) -> [u32; 4] {
+    let mut rng = iostack_des::Rng::stream(seed, "mke2fs/s_hash_seed");
+    let (a, b) = (rng.next_u64(), rng.next_u64());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..].copy_from_slice(&b.to_le_bytes());
+    iostack_fs::dirhash::hash_seed_from(bytes)
 }
 
 /// A delayed-allocation file system as `mkfs` left it, mounted.

@@ -6,9 +6,10 @@
 //! On ext3 the journal runs: creating and growing a file open handles
 //! (inode and block bitmaps, group descriptor, inode table, indirect blocks;
 //! no directory blocks), and fsync commits the inode's transaction through
-//! kjournald (`ext3_sync_file`). On ext2, ext4 and XFS (whose journals are not
-//! run yet) fsync is the page writeback of the file and the wait for it. The
-//! reports say so.
+//! kjournald (`ext3_sync_file`); ext4 with `fs/ext4/journal=1` the same
+//! through jbd2, a file's create handle also carrying what the `mkdir`s of
+//! its directories dirtied. On ext2 and XFS (whose log is not run yet) fsync
+//! is the page writeback of the file and the wait for it. The reports say so.
 
 use crate::frontend::target_of;
 use crate::machine::Machine;
@@ -18,8 +19,10 @@ use iostack_workload::{FsMarkError, FsMarkSpec, IozoneError, IozoneSpec};
 
 /// What the reports print beside the numbers about what was not simulated.
 pub const NOT_MODELLED_FSYNC: &str = "fsync on ext3 commits its journal (kjournald, barrier= \
-     as mounted); on ext2, ext4 and XFS it is page writeback and the wait for it (jbd2 and \
-     XFS's log are not run yet); directory blocks are not modelled";
+     as mounted), on ext4 with fs/ext4/journal=1 through jbd2; otherwise, and on ext2 and XFS, \
+     it is page writeback and the wait for it (XFS's log is not run yet); ext4 places \
+     directories as 2.6.3x's find_group_orlov does and journals mkdir's blocks, but a \
+     directory never grows past its first block; on ext2, ext3 and XFS the namespace is flat";
 
 /// The pid iozone's processes share: one process runs every test of a row.
 const IOZONE_PID: u32 = 1000;
@@ -398,8 +401,12 @@ fn post_fsyncs(s: &FsMarkSpec, run: &mut FsMarkRun, paths: &[crate::workload::Ta
 }
 
 /// The files of thread `t` in iteration `it`: unique names of the same length
-/// as fs_mark's where `-p` allows (names are not stored: directory blocks are not
-/// modelled).
+/// as fs_mark's where `-p` allows, in its `-d` directory or the subdirectory
+/// `setup_file_name` names (`%02x`). The file systems make the directories
+/// when the first file in them is created: fs_mark's `setup()` `mkdir`s the
+/// `-d` directory before its loop and `setup_file_name` each subdirectory
+/// before that subdirectory's first file (ext4 places them; a directory's
+/// entries all go to its first block).
 fn thread_files(
     s: &FsMarkSpec,
     m: &Machine,
@@ -412,7 +419,7 @@ fn thread_files(
         let stamp = format!("{:08x}{:08x}", it, t);
         let name = format!("{stamp}{:~>w$}", idx, w = s.rand_len.max(8) as usize);
         let path = match subdir_of(s, idx) {
-            Some(d) => format!("{dir}/{:02}/{name}", d),
+            Some(d) => format!("{dir}/{:02x}/{name}", d),
             None => format!("{dir}/{name}"),
         };
         let target =

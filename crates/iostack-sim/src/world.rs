@@ -547,7 +547,7 @@ impl Simulation {
         qcfg.irq_cpu = m.irq_cpu;
         let mut queue = build_queue(&cfg, &qcfg, dev)?;
         queue.set_checks(cfg.checks);
-        let fs = crate::fsys::build(m, t, fs_sectors)?;
+        let fs = crate::fsys::build(m, t, fs_sectors, cfg.seed)?;
         let jbd = crate::jbd::build(&*fs, t)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
