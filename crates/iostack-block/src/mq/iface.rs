@@ -54,6 +54,7 @@ impl BlockQueue for MqQueue {
                 self.run_work(now, w, k, tr, out);
             }
             QueueEvent::ElvTimer(gen) => self.elv_timer(now, gen, tr, out),
+            QueueEvent::WbtTimer(gen) => self.wbt_timer(now, gen, tr, out),
             // blk-mq has no unplug timer.
             QueueEvent::UnplugTimer(_) => {}
         }
