@@ -130,7 +130,8 @@ pub fn calc_wb_limits(min_lat_nsec: u64, max_depth: u32) -> (u32, u32) {
     } else if max_depth <= 2 {
         (max_depth, 1)
     } else {
-        ((max_depth + 1) / 2, (max_depth + 3) / 4)
+        // (max_depth + 1) / 2 and (max_depth + 3) / 4.
+        (max_depth.div_ceil(2), max_depth.div_ceil(4))
     }
 }
 
