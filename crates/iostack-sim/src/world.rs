@@ -1048,7 +1048,12 @@ impl Simulation {
             }
             self.events += 1;
             let now = s.at;
-            if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
+            // Timers that find nothing to do do not extend a run: the
+            // periodic writeback, the journal commit, wbt's stat window.
+            if !matches!(
+                s.event,
+                Ev::WritebackTimer | Ev::CommitTimer | Ev::Queue(QueueEvent::WbtTimer(_))
+            ) {
                 last_work = now;
             }
             self.out.cpu_ns = 0;
@@ -1090,7 +1095,7 @@ impl Simulation {
                 break;
             }
         }
-        // The periodic writeback timer does not extend a run.
+        // The periodic timers above do not extend a run.
         let end = until_hit.unwrap_or(last_work);
         let ending = self.run_end(until_hit, end);
         vm_stats.lock_waits = self.vm.lock_waits;
