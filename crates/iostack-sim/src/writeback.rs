@@ -75,6 +75,10 @@ impl Simulation {
                     if kick_background {
                         self.kick_background(now);
                     }
+                    if self.vm.cfg.io_less {
+                        // balance_dirty_pages: wb->dirty_sleep = now.
+                        self.queue.dirty_sleep(now);
+                    }
                     self.congestion_wait_for(task, now, timeout);
                     return;
                 }

@@ -24,6 +24,11 @@ impl BlockQueue for MqQueue {
     fn start_plug(&mut self, task: TaskId) {
         MqQueue::start_plug(self, task)
     }
+    fn dirty_sleep(&mut self, now: Instant) {
+        if let Some(w) = self.wbt.as_mut() {
+            w.dirty_sleep = Some(w.jiffies(now));
+        }
+    }
     fn finish_plug(
         &mut self,
         now: Instant,

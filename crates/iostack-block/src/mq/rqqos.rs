@@ -129,7 +129,7 @@ impl MqQueue {
             return None;
         }
         let q = Wbt::rq_wait(acct);
-        w.rqw_done(q, acct).then_some(q)
+        w.rqw_done(now, q, acct).then_some(q)
     }
 
     /// `wake_up_all` on wait queue `q`: `rq_qos_wake_function` takes a slot

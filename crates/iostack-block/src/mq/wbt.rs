@@ -220,6 +220,9 @@ pub struct Wbt {
     pub timer: Option<Instant>,
     /// `HZ`, for the jiffies of `close_io`.
     pub hz: u64,
+    /// The bdi's `wb->dirty_sleep`: when a dirtier last paused in
+    /// `balance_dirty_pages`, in jiffies.
+    pub dirty_sleep: Option<u64>,
 }
 
 impl Wbt {
@@ -244,6 +247,7 @@ impl Wbt {
             stat: [RqStat::default(); 2],
             timer: None,
             hz: hz.max(1),
+            dirty_sleep: None,
         }
     }
 
@@ -286,6 +290,13 @@ impl Wbt {
         }
     }
 
+    /// `wb_recent_wait`: a dirtier paused in `balance_dirty_pages` within
+    /// the last second (HZ).
+    fn recent_wait(&self, now: Instant) -> bool {
+        let j = self.jiffies(now);
+        self.dirty_sleep.is_some_and(|t| j < t + self.hz)
+    }
+
     /// `close_io`: a read issued or completed within the last HZ/10.
     fn close_io(&self, now: Instant) -> bool {
         let j = self.jiffies(now);
@@ -293,9 +304,7 @@ impl Wbt {
         recent(self.last_issue) || recent(self.last_comp)
     }
 
-    /// `get_limit` for a bio of `rw`. `wb_recent_wait` (a dirtier throttled
-    /// in `balance_dirty_pages` within a second) is not known to the queue
-    /// and taken as false.
+    /// `get_limit` for a bio of `rw` (no kswapd).
     pub fn get_limit(&self, now: Instant, rw: ReqFlags) -> u32 {
         if !self.enabled() {
             return u32::MAX;
@@ -304,7 +313,7 @@ impl Wbt {
             return self.wb_background;
         }
         // REQ_HIPRIO = REQ_SYNC | REQ_META | REQ_PRIO, any of them.
-        if rw.contains(ReqFlags::SYNC) || rw.contains(ReqFlags::META) {
+        if rw.contains(ReqFlags::SYNC) || rw.contains(ReqFlags::META) || self.recent_wait(now) {
             self.depth.max_depth
         } else if rw.contains(ReqFlags::BACKGROUND) || self.close_io(now) {
             self.wb_background
@@ -315,7 +324,7 @@ impl Wbt {
 
     /// `wbt_rqw_done` after the in-flight count of queue `q` dropped: whether
     /// its sleepers are to be woken (`wake_up_all`).
-    pub fn rqw_done(&mut self, q: usize, acct: u8) -> bool {
+    pub fn rqw_done(&mut self, now: Instant, q: usize, acct: u8) -> bool {
         let rqw = &mut self.rqw[q];
         rqw.inflight -= 1;
         let inflight = rqw.inflight;
@@ -324,7 +333,7 @@ impl Wbt {
         }
         let limit = if acct & WBT_DISCARD != 0 {
             self.wb_background
-        } else if self.wc {
+        } else if self.wc && !self.recent_wait(now) {
             // rwb->wc && !wb_recent_wait(rwb): drop to empty first.
             0
         } else {
@@ -358,7 +367,7 @@ impl Wbt {
         }
         // stat_sample_valid: one read and RWB_MIN_WRITE_SAMPLES writes.
         if !(read.nr_samples >= 1 && write.nr_samples >= RWB_MIN_WRITE_SAMPLES) {
-            if write.nr_samples > 0 || self.inflight() > 0 {
+            if write.nr_samples > 0 || self.recent_wait(now) || self.inflight() > 0 {
                 return LatStatus::UnknownWrites;
             }
             return LatStatus::Unknown;
@@ -576,6 +585,30 @@ mod tests {
         assert_eq!(r.get_limit(late, w), 4);
         r.last_comp = Some(r.jiffies(late) - 100);
         assert_eq!(r.get_limit(late, w), 8);
+        // wb_recent_wait: a dirtier paused within HZ -> the max depth.
+        r.dirty_sleep = Some(r.jiffies(late) - 999);
+        assert_eq!(r.get_limit(late, w), 16);
+        r.dirty_sleep = Some(r.jiffies(late) - 1000);
+        assert_eq!(r.get_limit(late, w), 8);
+    }
+
+    /// `wbt_rqw_done`: with a write cache and no recent dirtier wait, the
+    /// sleepers wait until nothing is in flight; otherwise until the count
+    /// is below wb_normal by at least wb_background / 2.
+    #[test]
+    fn wake_rule() {
+        let now = Instant(5_000_000_000);
+        let mut r = Wbt::new(true, 2_000_000, 32, true, 1000);
+        r.rqw[0].inflight = 3;
+        r.rqw[0].waiters.push_back((BioId(1), ReqFlags::WRITE));
+        assert!(!r.rqw_done(now, 0, WBT_TRACKED), "2 in flight, wc");
+        assert!(!r.rqw_done(now, 0, WBT_TRACKED), "1 in flight, wc");
+        assert!(r.rqw_done(now, 0, WBT_TRACKED), "0 in flight");
+        r.dirty_sleep = Some(r.jiffies(now));
+        r.rqw[0].inflight = 8;
+        // limit wb_normal 8: 7 -> diff 1 < 2; 6 -> diff 2 >= 4 / 2.
+        assert!(!r.rqw_done(now, 0, WBT_TRACKED));
+        assert!(r.rqw_done(now, 0, WBT_TRACKED));
     }
 
     #[test]
