@@ -70,6 +70,10 @@ pub trait BlockQueue {
     /// empty). 2.4: nothing (`__make_request` → `plug_device` puts the queue on
     /// `tq_disk`). The caller keeps the nesting: only a task's outermost plug
     /// reaches the queue, as `blk_start_plug` ignores a nested one.
+    /// A dirtier pauses in 3.2+'s IO-less `balance_dirty_pages` on this
+    /// disk's bdi (`wb->dirty_sleep = now`), which wbt reads
+    /// (`wb_recent_wait`). Nothing for queues without wbt.
+    fn dirty_sleep(&mut self, _now: Instant) {}
     fn start_plug(&mut self, task: TaskId);
     /// `task`'s batch ends (its outermost plug). 2.6.39+ and blk-mq:
     /// `blk_finish_plug` → `blk_flush_plug_list(plug, false)`: U (explicit) with

@@ -842,7 +842,10 @@ impl BlockQueue for Ll24Queue {
         match ev {
             QueueEvent::DeviceDone(cmd) => self.complete(now, cmd, tr, out),
             // No unplug timer, elevator timer or kblockd in 2.4.
-            QueueEvent::UnplugTimer(_) | QueueEvent::ElvTimer(_) | QueueEvent::Work(_) => {}
+            QueueEvent::UnplugTimer(_)
+            | QueueEvent::ElvTimer(_)
+            | QueueEvent::WbtTimer(_)
+            | QueueEvent::Work(_) => {}
         }
     }
     fn run_work(&mut self, _: Instant, _: BlockWork, _: Ctx, _: &mut Tracer, _: &mut BlockOut) {}

@@ -140,6 +140,9 @@ pub enum QueueEvent {
     UnplugTimer(u64),
     /// The elevator's own timer; stale if the generation moved on.
     ElvTimer(u64),
+    /// blk-mq: wbt's stat window (`blk_stat_timer_fn` → `wb_timer_fn`);
+    /// stale if the generation moved on.
+    WbtTimer(u64),
     /// The device completes command `id`.
     DeviceDone(u64),
     /// `kblockd_schedule_work`: work for the kblockd task, which the host runs
@@ -199,6 +202,8 @@ pub struct QueueStats {
     pub requests_dispatched: u64,
     pub requests_completed: u64,
     pub sleeps: u64,
+    /// blk-mq: bios that slept in wbt's `rq_qos_wait`.
+    pub wbt_sleeps: u64,
     pub plugs: u64,
     pub unplugs_io: u64,
     pub unplugs_timer: u64,
@@ -1170,6 +1175,8 @@ impl RequestQueue {
                 self.trace_simple(now, irq, Action::UnplugTimer, Pdu::Unplug { depth }, tr);
                 out.events.push((now, QueueEvent::Work(BlockWork::Unplug)));
             }
+            // wbt is blk-mq's (rq-qos).
+            QueueEvent::WbtTimer(_) => {}
             QueueEvent::ElvTimer(gen) => {
                 if gen != self.elv_timer_gen {
                     return;

@@ -64,6 +64,18 @@ pub static TUNABLES: &[TunableDef] = &[
         doc: "BLK_BATCH_TIME = HZ/50: how long a process stays a batcher.",
     },
     TunableDef {
+        name: "queue/wbt_lat_usec",
+        unit: Unit::Us,
+        default: |p| if p.single_queue() { 0 } else { -1 },
+        min: -1,
+        max: 1 << 40,
+        doc: "Writeback throttling's read latency target (blk-wbt.c, blk-mq profiles \
+              only; refused elsewhere). -1: the device's default, wbt_default_latency_nsec \
+              (2000 non-rotational, 75000 rotational), on unless BFQ is the scheduler \
+              (wbt_disable_default); a value written (-1 too) turns it on even under BFQ \
+              (WBT_STATE_ON_MANUAL); 0 turns it off.",
+    },
+    TunableDef {
         name: "kernel/hz",
         unit: Unit::Hz,
         default: |p| if p >= Profile::V2_6_28 { 1000 } else { 100 },

@@ -51,6 +51,14 @@ impl ReqFlags {
     pub const DISCARD: ReqFlags = ReqFlags(1 << 8);
     /// `REQ_NOMERGE`: never merge into this request again.
     pub const NOMERGE: ReqFlags = ReqFlags(1 << 9);
+    /// `REQ_IDLE` (4.10+, blk-mq profiles): O_DIRECT writes
+    /// (`dio_bio_write_op`, iomap's `REQ_SYNC | REQ_IDLE`) and jbd2's log
+    /// writes; wbt does not throttle a write with both (`wbt_should_throttle`).
+    /// blktrace records no letter for it.
+    pub const IDLE: ReqFlags = ReqFlags(1 << 10);
+    /// `REQ_BACKGROUND` (4.10+): writeback of a `for_background` pass
+    /// (`wbc_to_write_flags`); wbt limits it to `wb_background`. No letter.
+    pub const BACKGROUND: ReqFlags = ReqFlags(1 << 11);
 
     pub const NONE: ReqFlags = ReqFlags(0);
     pub const READ: ReqFlags = ReqFlags(0);

@@ -364,7 +364,12 @@ impl Simulation {
             return ReqFlags::readahead(profile);
         }
         let sync_all = self.job_of(task).wbc.sync_all;
-        self.writeback_flags(map, sync_all)
+        let f = self.writeback_flags(map, sync_all);
+        if self.background_pass(task) {
+            f | ReqFlags::BACKGROUND
+        } else {
+            f
+        }
     }
 
     /// Submit a task's queued bios. Returns true if it must sleep for a request.

@@ -472,7 +472,12 @@ fn dio_holes(cfg: &SimConfig) -> dio::DioHoles {
 /// macros define them (`include/linux/fs.h`).
 fn dio_write_flags(name: &str, t: &Tunables) -> ReqFlags {
     let noidle_exists = t.profile() >= iostack_core::Profile::V2_6_32; // REQ_NOIDLE: 2.6.30
-    let w = ReqFlags::WRITE;
+                                                                       // 6.x: dio_bio_write_op and iomap_dio_bio_opflags add REQ_IDLE.
+    let w = if t.profile().single_queue() {
+        ReqFlags::WRITE
+    } else {
+        ReqFlags::WRITE | ReqFlags::IDLE
+    };
     match name {
         "WRITE_SYNC" if noidle_exists => w | ReqFlags::SYNC | ReqFlags::NOIDLE | ReqFlags::UNPLUG,
         "WRITE_SYNC" => w | ReqFlags::SYNC | ReqFlags::UNPLUG,
@@ -492,6 +497,14 @@ fn build_queue(
     dev: Box<dyn iostack_device::Device>,
 ) -> Result<Box<dyn BlockQueue>, SimError> {
     let t = &cfg.tunables;
+    let wbt_set = t.overridden().contains(&"queue/wbt_lat_usec");
+    if wbt_set && t.profile().single_queue() {
+        return Err(SimError(format!(
+            "queue/wbt_lat_usec: profile {} has no writeback throttling \
+             (blk-wbt is blk-mq's, 4.10+)",
+            t.profile()
+        )));
+    }
     if t.profile() == iostack_core::Profile::V2_4 {
         let elevator = iostack_iosched::by_name_24(&cfg.scheduler, t).map_err(SimError)?;
         let m = &cfg.machine;
@@ -515,7 +528,8 @@ fn build_queue(
     let elv = iostack_iosched::mq_by_name(&cfg.scheduler, t).map_err(SimError)?;
     let set = t.overridden().contains(&"queue/nr_requests");
     let nr = set.then(|| t.get_u64("queue/nr_requests") as u32);
-    let mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);
+    let mut mcfg = iostack_block::MqConfig::from_queue_config(qcfg, cfg.machine.cpus, nr);
+    mcfg.wbt_lat_usec = wbt_set.then(|| t.get("queue/wbt_lat_usec"));
     Ok(Box::new(iostack_block::MqQueue::new(mcfg, elv, dev)))
 }
 
@@ -1056,7 +1070,12 @@ impl Simulation {
             }
             self.events += 1;
             let now = s.at;
-            if !matches!(s.event, Ev::WritebackTimer | Ev::CommitTimer) {
+            // Timers that find nothing to do do not extend a run: the
+            // periodic writeback, the journal commit, wbt's stat window.
+            if !matches!(
+                s.event,
+                Ev::WritebackTimer | Ev::CommitTimer | Ev::Queue(QueueEvent::WbtTimer(_))
+            ) {
                 last_work = now;
             }
             self.out.cpu_ns = 0;
@@ -1098,7 +1117,7 @@ impl Simulation {
                 break;
             }
         }
-        // The periodic writeback timer does not extend a run.
+        // The periodic timers above do not extend a run.
         let end = until_hit.unwrap_or(last_work);
         let ending = self.run_end(until_hit, end);
         vm_stats.lock_waits = self.vm.lock_waits;

@@ -75,6 +75,10 @@ impl Simulation {
                     if kick_background {
                         self.kick_background(now);
                     }
+                    if self.vm.cfg.io_less {
+                        // balance_dirty_pages: wb->dirty_sleep = now.
+                        self.queue.dirty_sleep(now);
+                    }
                     self.congestion_wait_for(task, now, timeout);
                     return;
                 }
@@ -307,6 +311,7 @@ impl Simulation {
     fn wb_actions(&mut self, task: TaskId, sync_all: bool, now: Instant) {
         let mut out = std::mem::take(&mut self.vm.wb_out);
         let mut flags_of: Option<(u32, ReqFlags)> = None;
+        let background = self.background_pass(task);
         for a in out.drain(..) {
             let (map, run, each) = match a {
                 WbAction::Write { map, run } => (map, run, false),
@@ -320,6 +325,11 @@ impl Simulation {
                 Some((m, f)) if m == map => f,
                 _ => {
                     let f = self.writeback_flags(map, sync_all);
+                    let f = if background {
+                        f | ReqFlags::BACKGROUND
+                    } else {
+                        f
+                    };
                     flags_of = Some((map, f));
                     f
                 }
@@ -336,6 +346,17 @@ impl Simulation {
     }
 
     /// The `rw` of writeback bios of `map` (`ReqFlags::writeback`).
+    /// `wbc_to_write_flags`' `REQ_BACKGROUND` (4.10+): the flusher's
+    /// `for_background` pass (not kupdate's) on a blk-mq profile.
+    pub(crate) fn background_pass(&self, task: TaskId) -> bool {
+        !self.cfg.tunables.profile().single_queue()
+            && self.tasks.kind(task) == TaskKind::KernelThread(KThread::Flusher)
+            && matches!(
+                self.vm.flusher_state,
+                FlusherState::Running { kupdate: false, .. }
+            )
+    }
+
     pub(crate) fn writeback_flags(&self, map: u32, sync_all: bool) -> ReqFlags {
         let mpage = !crate::bdev::is_bdev(self.vm.map_ino[map as usize])
             && self.fs.writepage_kind() == WritepageKind::Mpage;

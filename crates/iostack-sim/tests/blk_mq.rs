@@ -153,3 +153,43 @@ fn scheduler_choice_on_6x() {
     assert!(iostack_iosched::check("bfq", &t).is_ok());
     assert!(iostack_iosched::check("kyber", &t).is_ok());
 }
+
+/// `queue/wbt_lat_usec` exists only where there is blk-wbt (blk-mq): a
+/// single-queue profile refuses it with the reason.
+#[test]
+fn wbt_lat_usec_refused_without_blk_mq() {
+    let m = machine::preset("null").unwrap();
+    let procs = iostack_sim::frontend::fio_procs_from_text("j.fio", RANDREAD, &m)
+        .unwrap()
+        .procs;
+    let mut tunables = Tunables::new(Profile::V2_6_33, &tunable_tables());
+    tunables.set_str("queue/wbt_lat_usec=2000").unwrap();
+    let e = Simulation::new(SimConfig {
+        scheduler: "noop".into(),
+        machine: m,
+        tunables,
+        seed: Seed(1),
+        procs,
+        checks: true,
+        until: None,
+    })
+    .err()
+    .expect("refused");
+    let e = e.to_string();
+    assert!(e.contains("queue/wbt_lat_usec"), "{e}");
+}
+
+/// A buffered writer on the 6.x profile: the flusher's writeback writes sleep
+/// in wbt (its in-flight limit, 4 or 8 of the 32-deep device), and every
+/// byte still reaches the device; with `queue/wbt_lat_usec=0` none sleeps.
+#[test]
+fn buffered_writeback_is_throttled() {
+    let job = "[global]\nfilename=/dev/nullb0\nsize=64m\n\
+               [w]\nrw=write\nbs=128k\nioengine=psync\nend_fsync=1\n";
+    let sets = ["vm/dirty_background_bytes=4194304"];
+    let (r, _) = run("slow", "none", job, &sets);
+    assert!(r.queue.wbt_sleeps > 0, "{:?}", r.queue);
+    assert_eq!(r.queue.bytes_completed, 64 << 20);
+    let (r, _) = run("slow", "none", job, &[sets[0], "queue/wbt_lat_usec=0"]);
+    assert_eq!(r.queue.wbt_sleeps, 0);
+}

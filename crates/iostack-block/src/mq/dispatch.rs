@@ -359,7 +359,8 @@ impl MqQueue {
         r.in_driver = true;
         r.dispatched = true;
         r.fifo_time = now;
-        let r = &*r;
+        self.wbt_issue(now, rq);
+        let r = self.rqs.get(rq);
         if self
             .last_issued_end
             .is_some_and(|e| e.abs_diff(r.sector) > SEEK_SECTORS)
@@ -409,6 +410,11 @@ impl MqQueue {
         }
         let h = self.mq(rq).hctx;
         self.account_done(now, rq);
+        let r = self.rqs.get(rq);
+        if r.role != FlushRole::FlushRq {
+            let (write, lat) = (r.is_write(), now.since(r.fifo_time).as_ns());
+            self.wbt_stat(write, lat);
+        }
         if self.rqs.get(rq).sorted {
             if let Some(e) = self.elv.as_mut() {
                 e.completed_request(now, &self.rqs, rq);
@@ -491,6 +497,7 @@ impl MqQueue {
             self.last_merge = None;
         }
         let m = self.info[rq.0 as usize].take().expect("blk-mq request");
+        let wbt_wake = self.wbt_done(now, rq, m.wbt);
         let cpu = self.rqs.get(rq).cpu;
         self.rqs.remove(rq);
         if m.budget {
@@ -511,6 +518,9 @@ impl MqQueue {
             }
         }
         self.sched_restart(now, m.hctx, tr, out);
+        if let Some(q) = wbt_wake {
+            self.wbt_wake(now, q, tr, out);
+        }
     }
 
     /// `blk_mq_put_tag` of a driver tag; the sleepers it wakes retry.

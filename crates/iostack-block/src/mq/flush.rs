@@ -189,6 +189,7 @@ impl MqQueue {
                 budget: false,
                 loc: Loc::Requeue,
                 hash: None,
+                wbt: 0,
             },
         );
         self.borrowed_tag.push((flush_rq, borrowed));

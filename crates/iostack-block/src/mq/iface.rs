@@ -24,6 +24,11 @@ impl BlockQueue for MqQueue {
     fn start_plug(&mut self, task: TaskId) {
         MqQueue::start_plug(self, task)
     }
+    fn dirty_sleep(&mut self, now: Instant) {
+        if let Some(w) = self.wbt.as_mut() {
+            w.dirty_sleep = Some(w.jiffies(now));
+        }
+    }
     fn finish_plug(
         &mut self,
         now: Instant,
@@ -54,6 +59,7 @@ impl BlockQueue for MqQueue {
                 self.run_work(now, w, k, tr, out);
             }
             QueueEvent::ElvTimer(gen) => self.elv_timer(now, gen, tr, out),
+            QueueEvent::WbtTimer(gen) => self.wbt_timer(now, gen, tr, out),
             // blk-mq has no unplug timer.
             QueueEvent::UnplugTimer(_) => {}
         }

@@ -27,17 +27,23 @@
 //!
 //! Bios over the queue limits are split (`split.rs`, `__bio_split_to_limits`).
 //!
+//! Writeback throttling, the rq-qos policy wbt (`wbt.rs`, `blk-wbt.c`), is
+//! hooked in at `rq_qos_throttle`, `_track`, `_issue` and `_done`
+//! (`rqqos.rs`).
+//!
 //! Not modelled: requeues, shared tag sets, io_uring's cached
-//! request batches, rq-qos (wbt).
+//! request batches, the other rq-qos policies (iolatency, iocost).
 
 mod dispatch;
 mod elv;
 mod flush;
 mod iface;
+mod rqqos;
 mod sched;
 mod split;
 mod submit;
 mod tags;
+pub mod wbt;
 
 pub use sched::{MqElevator, SchedCost, ALL_HCTXS};
 pub use tags::Tags;
@@ -69,6 +75,12 @@ pub struct MqConfig {
     pub trace_mask: TraceMask,
     /// `queue/nr_requests` as the user set it; `None` for the kernel's value.
     pub nr_requests: Option<u32>,
+    /// `queue/wbt_lat_usec` as the user wrote it (`WBT_STATE_ON_MANUAL`; -1
+    /// is the device's default, 0 off); `None`: never written, wbt on by
+    /// default (`wbt_enable_default`) unless BFQ disables it.
+    pub wbt_lat_usec: Option<i64>,
+    /// `HZ`, for wbt's jiffies.
+    pub hz: u64,
 }
 
 impl MqConfig {
@@ -82,6 +94,8 @@ impl MqConfig {
             irq_cpu: q.irq_cpu,
             trace_mask: q.trace_mask,
             nr_requests,
+            wbt_lat_usec: None,
+            hz: q.hz,
         }
     }
 }
@@ -128,6 +142,8 @@ struct MqRq {
     loc: Loc,
     /// Key of its back-merge hash entry (end sector, insertion sequence).
     hash: Option<(Sector, u64)>,
+    /// `rq->wbt_flags`.
+    wbt: u8,
 }
 
 /// `struct blk_plug` of one task (kept when the plug ends, so its list's
@@ -229,6 +245,9 @@ pub struct MqQueue {
     lock_free_at: Instant,
     /// The device's capacity in sectors (fixed for a run).
     capacity: u64,
+    /// wbt (`struct rq_wb`), if attached, and its timer's generation.
+    wbt: Option<wbt::Wbt>,
+    wbt_timer_gen: u64,
 }
 
 impl MqQueue {
@@ -263,7 +282,10 @@ impl MqQueue {
                 dispatch_busy: 0,
             })
             .collect();
+        let wbt = rqqos::wbt_init(&cfg, elv.as_deref(), &*dev);
         MqQueue {
+            wbt,
+            wbt_timer_gen: 0,
             fq: (0..nr_hw).map(|_| flush::FlushQueue::default()).collect(),
             requeue_list: Vec::new(),
             flush_list: Vec::new(),
@@ -457,7 +479,8 @@ impl MqQueue {
         self.hctxs
             .iter()
             .map(|h| h.tags.sleepers() + h.sched_tags.as_ref().map_or(0, |t| t.sleepers()))
-            .sum()
+            .sum::<usize>()
+            + self.wbt_sleepers()
     }
 
     /// The bio `id` is asleep for a tag.

@@ -152,6 +152,10 @@ impl MqQueue {
         if self.attempt_bio_merge(now, id, tr, out) {
             return Submit::Queued;
         }
+        // blk_mq_get_new_requests: rq_qos_throttle first (wbt may sleep).
+        if !self.wbt_throttle(now, id, out) {
+            return Submit::Sleeping;
+        }
         let task = self.bio(id).owner.task;
         match self.alloc_request(now, id, tr) {
             Some(rq) => {
@@ -180,6 +184,41 @@ impl MqQueue {
         self.run_hw_queue(now, h, false, Self::ctx_of(&b), tr, out);
     }
 
+    /// A bio woken from wbt's `rq_qos_wait` with its slot goes on in its
+    /// own context: the request (or a tag sleep), then the rest of
+    /// `blk_mq_submit_bio` and of a split bio, and its task runs again.
+    pub(super) fn continue_submit(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        match self.alloc_request(now, id, tr) {
+            Some(rq) => self.submitted_after_sleep(now, id, rq, tr, out),
+            None => self.tag_sleep(now, id, tr, out),
+        }
+    }
+
+    /// The woken bio `id` has its request `rq`.
+    fn submitted_after_sleep(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        rq: RqId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let task = self.bio(id).owner.task;
+        self.submit_rq(now, rq, task, tr, out);
+        if let Some(rest) = self.split_rest.remove(&id.0) {
+            if self.submit_split(now, rest, tr, out) == Submit::Sleeping {
+                return;
+            }
+        }
+        out.woken.push(task);
+    }
+
     /// A sleeper woken by a freed tag retries in its own context
     /// (`blk_mq_get_tag`'s loop): G and the rest of `blk_mq_submit_bio`, or
     /// back to sleep.
@@ -192,15 +231,7 @@ impl MqQueue {
     ) {
         let b = *self.bio(id);
         match self.alloc_request(now, id, tr) {
-            Some(rq) => {
-                self.submit_rq(now, rq, b.owner.task, tr, out);
-                if let Some(rest) = self.split_rest.remove(&id.0) {
-                    if self.submit_split(now, rest, tr, out) == Submit::Sleeping {
-                        return;
-                    }
-                }
-                out.woken.push(b.owner.task);
-            }
+            Some(rq) => self.submitted_after_sleep(now, id, rq, tr, out),
             None => {
                 let h = self.cpu_hctx[b.cpu as usize % self.cpu_hctx.len()];
                 let hc = &mut self.hctxs[h as usize];
@@ -271,6 +302,7 @@ impl MqQueue {
                 budget: false,
                 loc: Loc::Plug,
                 hash: None,
+                wbt: self.wbt_track(flags),
             },
         );
         self.stats.requests_allocated += 1;

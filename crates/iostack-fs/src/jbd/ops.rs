@@ -55,10 +55,10 @@ fn write_sync_plug(p: Profile) -> ReqFlags {
 
 /// 6.x's `JBD2_JOURNAL_REQ_FLAGS` (`REQ_META | REQ_SYNC | REQ_IDLE`) on every
 /// log, commit and superblock write (`jbd2_write_superblock` adds `REQ_META`
-/// too); `REQ_IDLE` changes nothing the simulator models.
+/// too); `REQ_IDLE` keeps them out of wbt (`wbt_should_throttle`).
 fn meta(p: Profile) -> ReqFlags {
     if p >= Profile::V6 {
-        ReqFlags::META
+        ReqFlags::META | ReqFlags::IDLE
     } else {
         ReqFlags::NONE
     }
