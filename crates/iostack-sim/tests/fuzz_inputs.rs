@@ -443,6 +443,9 @@ const FIO_OPTIONS: &[(&str, &[&str])] = &[
             "randrw",
             "trim",
             "randread:8",
+            "read:-8k",
+            "read:-3",
+            "rw:-4k",
         ],
     ),
     (
@@ -504,6 +507,13 @@ const FIO_OPTIONS: &[(&str, &[&str])] = &[
     ("zonesize", &["0", "4k", "12k", "3", "16e"]),
     ("zonerange", &["0", "8k", "1m", "16e"]),
     ("zoneskip", &["0", "4k", "2z", "16e"]),
+    ("rate", &["0", "1m", "1m,64k", "300,300,300", "16e"]),
+    ("rate_iops", &["0", "10", "100,20", "4294967295"]),
+    ("rate_min", &["0", "1k", "1m", "16e"]),
+    ("rate_iops_min", &["0", "5", "4294967295"]),
+    ("rate_cycle", &["0", "100", "1000", "4294967295"]),
+    ("rate_process", &["linear", "poisson", "x"]),
+    ("io_submit_mode", &["inline", "offload", "x"]),
 ];
 
 fn random_job(rng: &mut Rng) -> String {
