@@ -88,9 +88,15 @@ impl Inode {
 
     /// Add data block `lb` at `pb`, growing the extent before it when both follow.
     fn add_block(&mut self, lb: u64, pb: u64) {
+        self.add_run(lb, pb, 1);
+    }
+
+    /// `add_block` on the `k` blocks from `lb`, mapped from `pb` on: the same
+    /// map as `k` calls, one lookup.
+    fn add_run(&mut self, lb: u64, pb: u64, k: u64) {
         if let Some((_, e)) = self.extents.range_mut(..lb).next_back() {
             if e.lblk + e.len == lb && e.pblk + e.len == pb {
-                e.len += 1;
+                e.len += k;
                 return;
             }
         }
@@ -99,7 +105,7 @@ impl Inode {
             Extent {
                 lblk: lb,
                 pblk: pb,
-                len: 1,
+                len: k,
             },
         );
     }
@@ -354,13 +360,46 @@ impl Ext2 {
         Ok(())
     }
 
-    /// Append `nblocks` data blocks to `ino` in layout order.
+    /// Append `nblocks` data blocks to `ino` in layout order: `alloc_branch`
+    /// on each block, taken a leaf at a time. The first block of each leaf
+    /// (the run of blocks that `ext3_block_to_path`'s `blocks_to_boundary`
+    /// says share their indirect chain) gets the chain it lacks; the leaf's
+    /// other blocks need no indirect block, so they are the allocator's next
+    /// blocks (`alloc_run`), as many at once as it would give one by one.
     fn append_blocks(&mut self, ino: u32, nblocks: u64) -> Result<(), FsError> {
         let start = self.inodes[ino as usize].nblocks();
-        for lb in start..start + nblocks {
+        let end = start + nblocks;
+        let mut lb = start;
+        while lb < end {
+            let (_, _, boundary) = self.block_to_path(lb)?;
+            let leaf_end = lb.saturating_add(boundary + 1).min(end);
             self.alloc_branch(ino, lb)?;
+            lb += 1;
+            while lb < leaf_end {
+                let (pb, k) = self.alloc_run(leaf_end - lb)?;
+                self.inodes[ino as usize].add_run(lb, pb, k);
+                lb += k;
+            }
         }
         Ok(())
+    }
+
+    /// Up to `max` blocks from the allocator at once: the block `alloc_block`
+    /// gives, and those after it that its next calls would give in order,
+    /// which is up to the end of the block's group (the next group starts
+    /// after its metadata), the journal (skipped) or the file system.
+    fn alloc_run(&mut self, max: u64) -> Result<(u64, u64), FsError> {
+        let b = self.alloc_block()?;
+        let group_end = (b / self.p.blocks_per_group + 1) * self.p.blocks_per_group;
+        let mut lim = group_end.min(self.p.blocks);
+        if let Some((js, _)) = self.journal_area {
+            if b < js {
+                lim = lim.min(js);
+            }
+        }
+        let k = max.min(lim - b).max(1);
+        self.cursor = b + k;
+        Ok((b, k))
     }
 
     /// Create a file of `size` bytes written sequentially from its first block,
@@ -597,6 +636,48 @@ mod tests {
             inode_table_blocks: 512,
             journal: false,
         })
+    }
+
+    /// `append_blocks` (a leaf at a time, `alloc_run`) lays files out as
+    /// `alloc_branch` on every block does: the same extents, indirect blocks
+    /// and allocator cursor, over group boundaries, the journal, block sizes
+    /// and files that end in every tier.
+    #[test]
+    fn leaf_runs_lay_out_as_block_by_block() {
+        let mut rng = iostack_des::Rng::stream(iostack_des::Seed(7), "ext2-append");
+        for _ in 0..60 {
+            let block_size = [1024u32, 4096][rng.below(2) as usize];
+            let p = Ext2Params {
+                block_size,
+                blocks: 1 << 15 << rng.below(4),
+                blocks_per_group: 1 << 10 << rng.below(4),
+                inode_table_blocks: 1 + rng.below(64),
+                journal: rng.below(2) == 1,
+            };
+            let (mut a, mut b) = (Ext2::new(p.clone()), Ext2::new(p));
+            for f in 0..1 + rng.below(4) {
+                let order = 4 + rng.below(14);
+                let blocks = rng.below(1 << order);
+                let name = format!("f{f}");
+                let got = a.create_sequential(&name, blocks * block_size as u64, None);
+                // The reference: the per-block walk create_sequential used.
+                let ino = b.inodes.len() as u32;
+                let want = b.create_sequential(&name, 0, None).and_then(|i| {
+                    assert_eq!(i, ino);
+                    (0..blocks).try_for_each(|lb| b.alloc_branch(ino, lb))?;
+                    Ok(ino)
+                });
+                assert_eq!(got.is_ok(), want.is_ok(), "{blocks} blocks");
+                let (x, y) = (&a.inodes[ino as usize], &b.inodes[ino as usize]);
+                assert_eq!(x.extents, y.extents);
+                assert_eq!(x.ind, y.ind);
+                assert_eq!(x.meta_blocks, y.meta_blocks);
+                assert_eq!(a.cursor, b.cursor);
+                if got.is_err() {
+                    break;
+                }
+            }
+        }
     }
 
     #[test]
