@@ -252,6 +252,9 @@ pub struct Raid0 {
     /// When the controller and host link are next free, ns.
     link_free: u64,
     reported: Vec<(Instant, u64)>,
+    /// (time, slot, id) of every host command reported done, least first;
+    /// those completed since are dropped lazily (`earliest_callback`).
+    done_at: BinaryHeap<Reverse<(u64, usize, u64)>>,
     buf: Vec<(Instant, u64)>,
 }
 
@@ -292,6 +295,7 @@ impl Raid0 {
             rc: 0,
             link_free: 0,
             reported: Vec::with_capacity(qd),
+            done_at: BinaryHeap::with_capacity(qd),
             buf: Vec::new(),
             p,
         }
@@ -337,17 +341,21 @@ impl Raid0 {
         }
         self.hosts[slot].state = HState::Done(at);
         self.reported.push((Instant(at), self.hosts[slot].id));
+        self.done_at.push(Reverse((at, slot, self.hosts[slot].id)));
     }
 
-    /// Earliest reported host completion the host has not completed yet.
-    fn earliest_callback(&self) -> Option<u64> {
-        self.hosts
-            .iter()
-            .filter_map(|h| match h.state {
-                HState::Done(t) => Some(t),
-                _ => None,
-            })
-            .min()
+    /// Earliest reported host completion the host has not completed yet: the
+    /// least of `done_at` whose command is still `Done` (entries of completed
+    /// commands are dropped as they come to the top).
+    fn earliest_callback(&mut self) -> Option<u64> {
+        while let Some(&Reverse((t, slot, id))) = self.done_at.peek() {
+            let h = &self.hosts[slot];
+            if h.id == id && h.state == HState::Done(t) {
+                return Some(t);
+            }
+            self.done_at.pop();
+        }
+        None
     }
 
     // ---------------------------------------------------------------------
@@ -385,17 +393,15 @@ impl Raid0 {
         let new = (hi - lo) - self.dirty_overlap(m, lo, hi);
         let d = &mut self.members[m].dirty;
         let (mut s, mut e) = (lo, hi);
-        let touching: Vec<u64> = d
-            .range(..=hi)
-            .rev()
-            .take_while(|(_, &b)| b >= lo)
-            .map(|(&a, _)| a)
-            .collect();
-        for a in touching {
-            if let Some(b) = d.remove(&a) {
-                s = s.min(a);
-                e = e.max(b);
+        // The extents touching [lo, hi], from the last one starting at or
+        // before hi down to the first that ends before lo.
+        while let Some((&a, &b)) = d.range(..=hi).next_back() {
+            if b < lo {
+                break;
             }
+            d.remove(&a);
+            s = s.min(a);
+            e = e.max(b);
         }
         d.insert(s, e);
         self.used += new;
