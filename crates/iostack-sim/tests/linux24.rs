@@ -293,3 +293,68 @@ fn kupdated_writes_the_allocators_buffers_and_the_inode() {
     );
     assert!(meta.len() >= 3, "{meta:?}");
 }
+
+/// A buffered reader of the file `writer` laid out, its cache dropped at open.
+fn reader_after_writer(size: u64) -> Vec<ProcSpec> {
+    let w = ProcSpec {
+        fresh: true,
+        ..writer("w", size, 1 << 20, false)
+    };
+    let r = ProcSpec {
+        read_pct: 100,
+        direct: false,
+        end_fsync: false,
+        invalidate: true,
+        fadvise: iostack_sim::workload::Fadvise::Normal,
+        after: Some((0, 1)),
+        ..writer("r", size, 1 << 20, false)
+    };
+    vec![w, r]
+}
+
+/// 2.4's `generic_file_readahead` (`mm/filemap.c` of 2.4.4): Bonnie's 1 MiB
+/// reads make `f_ramax` the device's `max_readahead` (`MAX_READAHEAD`, 31
+/// pages, for IDE); the first page is read with 31 behind it, then each
+/// asynchronous read-ahead reads `f_ramax + 1` = 32 pages when the reader
+/// enters the last block. 32 pages are 256 sectors, over IDE's 255: each
+/// block reaches the disk as 248 + 8 sectors. With the device's maximum at
+/// 15 pages each block is 16 pages, one 128-sector request. (2.6's on-demand
+/// readahead has no such knob: `queue/read_ahead_kb` is refused on 2.4.)
+#[test]
+fn readahead24_reads_max_readahead_plus_one_pages_per_block() {
+    let reads = |sets: &[&str]| -> Vec<u32> {
+        let d = run(cfg(sets, reader_after_writer(8 << 20)), Action::Issue);
+        d.iter().filter(|x| !x.0).map(|x| x.2).collect()
+    };
+    let def = reads(&[]);
+    let total: u64 = def.iter().map(|&s| s as u64).sum();
+    assert_eq!(total, (8 << 20) / 512, "{def:?}");
+    let big = def.iter().filter(|&&s| s == 248).count();
+    let small = def.iter().filter(|&&s| s == 8).count();
+    assert!(
+        big >= 60 && small >= 60,
+        "248 + 8 per 32-page block: {def:?}"
+    );
+    assert!(def.iter().all(|&s| s <= 248), "{def:?}");
+    let f15 = reads(&["queue/max_readahead=15"]);
+    let total: u64 = f15.iter().map(|&s| s as u64).sum();
+    assert_eq!(total, (8 << 20) / 512, "{f15:?}");
+    let full = f15.iter().filter(|&&s| s == 128).count();
+    assert!(full >= 120, "16-page blocks: {f15:?}");
+    assert!(f15.iter().all(|&s| s <= 128), "{f15:?}");
+}
+
+/// Each kernel's read-ahead knob on its own profile only.
+#[test]
+fn readahead_knobs_are_refused_on_the_other_kernels() {
+    let c = cfg(&["queue/read_ahead_kb=256"], reader_after_writer(1 << 20));
+    let e = Simulation::new(c).err().expect("refused on 2.4");
+    assert!(e.to_string().contains("queue/read_ahead_kb"), "{e}");
+    let mut c = cfg(&[], reader_after_writer(1 << 20));
+    let mut t = Tunables::new(Profile::V2_6_32, &tunable_tables());
+    t.set_str("queue/max_readahead=15").unwrap();
+    c.tunables = t;
+    c.scheduler = "deadline".into();
+    let e = Simulation::new(c).err().expect("refused on 2.6");
+    assert!(e.to_string().contains("queue/max_readahead"), "{e}");
+}
