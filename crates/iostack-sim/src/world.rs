@@ -2277,10 +2277,13 @@ impl Simulation {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
             p.datasync = false;
-            let map = p.map;
-            self.start_fsync(pi, map);
-            self.schedule_task(TaskId(pi), now);
-            return;
+            // On 2.4, ext2_fsync_inode writes the data too (fsync24_meta).
+            if !self.fsync24_applies(pi) {
+                let map = self.procs[pi as usize].map;
+                self.start_fsync(pi, map);
+                self.schedule_task(TaskId(pi), now);
+                return;
+            }
         }
         if self.fsync24_meta(pi, now) {
             return;

@@ -358,3 +358,64 @@ fn readahead_knobs_are_refused_on_the_other_kernels() {
     let e = Simulation::new(c).err().expect("refused on 2.6");
     assert!(e.to_string().contains("queue/max_readahead"), "{e}");
 }
+
+/// 2.4's fsync of a buffered writer's file (`ext2_fsync_inode` →
+/// `fsync_inode_data_buffers`): `i_dirty_data_buffers` is kept newest first
+/// (`buffer_insert_inode_data_queue` adds at the head), so the data buffers
+/// reach `ll_rw_block` from the file's end back to its start; 2.6's
+/// `write_cache_pages` would go forward.
+#[test]
+fn fsync_writes_the_data_buffers_newest_first() {
+    let w = ProcSpec {
+        fresh: true,
+        ..writer("w", 8 << 20, 1 << 20, false)
+    };
+    let q = run(cfg(&[], vec![w]), Action::Queue);
+    let data: Vec<u64> = q.iter().filter(|x| x.0 && x.2 == 8).map(|x| x.1).collect();
+    assert!(data.len() >= 2000, "{}", data.len());
+    let down = data.windows(2).filter(|p| p[1] < p[0]).count();
+    assert!(
+        down * 100 >= (data.len() - 1) * 95,
+        "{down} of {} steps go back: {:?}",
+        data.len(),
+        &data[..20]
+    );
+    assert!(data[0] > data[data.len() - 1]);
+}
+
+/// `generic_file_direct_IO` (the o_direct patch as merged in 2.4.10) flushes
+/// the file's dirty data (`fsync_inode_data_buffers`, `filemap_fdatawait`)
+/// before a direct read of it: the buffered writer's pages are written, and
+/// waited for, before the first read reaches the queue. The intermediate
+/// patch (`generic_osync_inode` over one mixed list) is refused there.
+#[test]
+fn direct_io_flushes_the_dirty_data_first() {
+    let procs = || {
+        let w = ProcSpec {
+            fresh: true,
+            end_fsync: false,
+            ..writer("w", 4 << 20, 1 << 20, false)
+        };
+        let r = ProcSpec {
+            read_pct: 100,
+            after: Some((0, 1)),
+            ..writer("r", 4 << 20, 1 << 20, true)
+        };
+        vec![w, r]
+    };
+    let q = run(cfg(&[], procs()), Action::Queue);
+    let first_read = q.iter().position(|x| !x.0).expect("reads");
+    let data_written: u64 = q[..first_read].iter().filter(|x| x.0 && x.2 == 8).count() as u64;
+    assert!(
+        data_written >= 1024,
+        "{data_written} buffers before the read"
+    );
+    assert!(
+        q[first_read..].iter().all(|x| !x.0 || x.2 == 8),
+        "no data write after"
+    );
+    let sim = Simulation::new(cfg(&["dio/flush24=generic_osync_inode"], procs())).unwrap();
+    let (r, _) = sim.run();
+    let e = r.procs[1].error.as_deref().expect("refused");
+    assert!(e.contains("generic_osync_inode"), "{e}");
+}
