@@ -547,6 +547,20 @@ fn build_queue(
             irq_cpu: qcfg.irq_cpu,
             trace_mask: qcfg.trace_mask,
             elevator,
+            lvm: m.lvm.map(|l| {
+                let pv_sectors = qcfg
+                    .partitions
+                    .first()
+                    .map_or(dev.capacity_sectors(), |p| p.nr_sects);
+                let lv = DevT::new(crate::machine::LVM_BLK_MAJOR, 0);
+                iostack_block::LvmLinear::whole_pv(
+                    lv,
+                    m.pv_dev(),
+                    l.pe_sectors,
+                    l.pe_start,
+                    pv_sectors,
+                )
+            }),
         };
         return Ok(Box::new(iostack_block::Ll24Queue::new(l24, dev)));
     }
@@ -586,6 +600,25 @@ impl Simulation {
             None => (0, cap),
         };
         let _ = fs_start;
+        let fs_sectors = match m.lvm {
+            None => fs_sectors,
+            Some(_) if t.profile() != iostack_core::Profile::V2_4 => {
+                return Err(SimError(format!(
+                    "lvm = linear is 2.4's LVM1 (lvm.c); kernel {} would need \
+                     device-mapper, which is not modelled",
+                    t.profile()
+                )));
+            }
+            Some(l) => {
+                let n = fs_sectors.saturating_sub(l.pe_start) / l.pe_sectors;
+                if n == 0 {
+                    return Err(SimError(
+                        "lvm: the physical volume holds no whole extent".into(),
+                    ));
+                }
+                n * l.pe_sectors
+            }
+        };
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
         let mut queue = build_queue(&cfg, &qcfg, dev)?;

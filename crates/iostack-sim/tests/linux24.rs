@@ -419,3 +419,36 @@ fn direct_io_flushes_the_dirty_data_first() {
     let e = r.procs[1].error.as_deref().expect("refused");
     assert!(e.contains("generic_osync_inode"), "{e}");
 }
+
+/// LVM1 is 2.4's: a machine with `lvm = linear` on a 2.6 kernel is refused
+/// (device-mapper is not modelled); on 2.4 a direct writer's buffer heads go
+/// through `lvm_map` (an A from 58,0 before each Q).
+#[test]
+fn lvm_linear_is_2_4_only_and_remaps_every_buffer_head() {
+    let lvm = Some(machine::Lvm {
+        pe_sectors: 8192,
+        pe_start: 0,
+    });
+    let w = || {
+        vec![ProcSpec {
+            fresh: true,
+            ..writer("dio", 1 << 20, 1 << 20, true)
+        }]
+    };
+    let mut c = cfg(&[], w());
+    c.machine.lvm = lvm;
+    let remaps = run(c, Action::Remap);
+    let queued = {
+        let mut c = cfg(&[], w());
+        c.machine.lvm = lvm;
+        run(c, Action::Queue)
+    };
+    // Two remaps (LV → hda1, hda1 → hda) per queued buffer head.
+    assert_eq!(remaps.len(), 2 * queued.len(), "{remaps:?}");
+    let mut c = cfg(&[], w());
+    c.machine.lvm = lvm;
+    c.tunables = Tunables::new(Profile::V2_6_32, &tunable_tables());
+    c.scheduler = "deadline".into();
+    let e = Simulation::new(c).err().expect("refused on 2.6");
+    assert!(e.to_string().contains("device-mapper"), "{e}");
+}
