@@ -30,7 +30,7 @@ pub use blockqueue::BlockQueue;
 pub use elevator::{Elevator, ElvCtx, Kick, MayQueue, MergeKind, Placement};
 pub use elevator24::Elevator24;
 pub use limits::{Partition, QueueLimits};
-pub use ll_rw_blk::{Ll24Config, Ll24Queue};
+pub use ll_rw_blk::{Ll24Config, Ll24Queue, LvmLinear};
 pub use mq::{MqConfig, MqElevator, MqQueue, SchedCost, ALL_HCTXS};
 pub use queue::{
     BlockOut, BlockWork, CompletedBio, Ctx, FlushEra, QueueConfig, QueueEvent, QueueStats,

@@ -56,6 +56,51 @@ pub struct Ll24Config {
     pub irq_cpu: u32,
     pub trace_mask: TraceMask,
     pub elevator: Elevator24,
+    /// An LVM1 linear logical volume over the partition (or the disk).
+    pub lvm: Option<LvmLinear>,
+}
+
+/// LVM1's linear logical volume (2.4 `drivers/md/lvm.c`) over one physical
+/// volume: `lvm_make_request_fn` → `lvm_map` remaps each buffer head from
+/// the LV to its physical volume before `generic_make_request` goes on to
+/// the PV's queue (A, as device-mapper's remap shows in a 2.6 trace).
+#[derive(Clone, Debug)]
+pub struct LvmLinear {
+    /// The logical volume's device (58:minor).
+    pub dev: DevT,
+    /// Its physical volume: a partition of the disk, or the disk.
+    pub pv: DevT,
+    /// `vg->pe_size`, sectors.
+    pub pe_sectors: u64,
+    /// `lv_current_pe[le].pe`: the physical volume's sector where the
+    /// extent backing logical extent `le` starts.
+    pub extents: Vec<u64>,
+}
+
+impl LvmLinear {
+    /// An LV of all of the PV's extents (`pv_sectors` long, extents from
+    /// `pe_start`), allocated in order as lvcreate does on an empty VG.
+    pub fn whole_pv(dev: DevT, pv: DevT, pe_sectors: u64, pe_start: u64, pv_sectors: u64) -> Self {
+        let n = pv_sectors.saturating_sub(pe_start) / pe_sectors.max(1);
+        LvmLinear {
+            dev,
+            pv,
+            pe_sectors,
+            extents: (0..n).map(|i| pe_start + i * pe_sectors).collect(),
+        }
+    }
+
+    /// `lv->lv_size`.
+    pub fn lv_sectors(&self) -> u64 {
+        self.extents.len() as u64 * self.pe_sectors
+    }
+
+    /// `lvm_map`'s linear case: `index = rsector / pe_size`, then
+    /// `lv_current_pe[index].pe + rsector % pe_size`.
+    pub fn map(&self, sector: Sector) -> Sector {
+        let index = (sector / self.pe_sectors) as usize;
+        self.extents[index] + sector % self.pe_sectors
+    }
 }
 
 impl Ll24Config {
@@ -91,6 +136,8 @@ struct Parent {
     bh_sectors: u32,
     /// The partition and its sector the bio was submitted to, before the remap.
     from: Option<(DevT, Sector)>,
+    /// The logical volume's sector the bio was submitted to, before `lvm_map`.
+    lv_from: Option<Sector>,
     /// Sectors handed to `__make_request` so far.
     submitted: u32,
     /// Buffer heads not yet completed.
@@ -244,6 +291,20 @@ impl Ll24Queue {
         {
             bh_sectors /= 2;
         }
+        let mut lv_from = None;
+        if let Some(l) = self.cfg.lvm.as_ref().filter(|l| l.dev == bio.dev) {
+            assert!(
+                bio.end_sector() <= l.lv_sectors(),
+                "bio beyond end of logical volume"
+            );
+            lv_from = Some(bio.sector);
+            let pv = l.map(bio.sector);
+            // lvm_map maps each buffer head; a linear LV over one PV has its
+            // extents in order, so a bio's stay contiguous on the PV.
+            assert_eq!(l.map(bio.end_sector() - 1), pv + bio.sectors as u64 - 1);
+            bio.sector = pv;
+            bio.dev = l.pv;
+        }
         let mut from = None;
         if bio.dev != self.cfg.disk {
             let p = *self
@@ -276,6 +337,7 @@ impl Ll24Queue {
             bio,
             bh_sectors,
             from,
+            lv_from,
             submitted: 0,
             live: 0,
             retry: false,
@@ -314,9 +376,23 @@ impl Ll24Queue {
             p.submitted += count;
             p.live += 1;
             let retry = std::mem::take(&mut p.retry);
-            // The partition remap (the driver's, in 2.4), then
-            // generic_make_request: Q.
-            if let (false, Some((dev, from))) = (retry, p.from) {
+            let (lv_from, from) = (p.lv_from, p.from);
+            // lvm_make_request_fn's lvm_map, the partition remap (the
+            // driver's, in 2.4), then generic_make_request: Q.
+            if let (false, Some(lv)) = (retry, lv_from) {
+                // The sector on the PV: its partition's, or the disk's.
+                let on_pv = match from {
+                    Some((_, part)) => part + (sector - b.sector),
+                    None => sector,
+                };
+                let lv_dev = self.cfg.lvm.as_ref().expect("an LV bio").dev;
+                let pdu = Pdu::Remap {
+                    from_dev: lv_dev,
+                    from_sector: lv + (sector - b.sector),
+                };
+                self.trace_at(now, &b, on_pv, count, Action::Remap, pdu, tr);
+            }
+            if let (false, Some((dev, from))) = (retry, from) {
                 let pdu = Pdu::Remap {
                     from_dev: dev,
                     from_sector: from + (sector - b.sector),
@@ -884,6 +960,32 @@ impl BlockQueue for Ll24Queue {
 
 #[cfg(test)]
 mod tests {
+
+    /// `lvm_map`'s linear case: logical extent `le` of a volume made of
+    /// every extent of its PV in order lands at `pe_start + le * pe_size`.
+    #[test]
+    fn lvm_map_linear_extents() {
+        let l = LvmLinear::whole_pv(
+            DevT::new(58, 0),
+            DevT::new(3, 1),
+            8192,
+            384,
+            8192 * 10 + 500,
+        );
+        assert_eq!(l.extents.len(), 10);
+        assert_eq!(l.lv_sectors(), 81920);
+        assert_eq!(l.map(0), 384);
+        assert_eq!(l.map(8191), 384 + 8191);
+        assert_eq!(l.map(8192 * 3 + 7), 384 + 8192 * 3 + 7);
+        // Non-contiguous extents (an LV allocated after another one).
+        let l = LvmLinear {
+            extents: vec![384 + 8192 * 5, 384],
+            ..l
+        };
+        assert_eq!(l.map(8192 + 1), 385);
+        assert_eq!(l.map(2), 384 + 8192 * 5 + 2);
+    }
+
     use super::*;
     use iostack_core::{BioOwner, EndIo, Profile};
     use iostack_device::{Fixed, FixedParams, HwLimits};
@@ -904,6 +1006,7 @@ mod tests {
             },
         });
         let cfg = Ll24Config {
+            lvm: None,
             disk: DevT::new(3, 0),
             partitions: Vec::new(),
             max_sectors: IDE_MAX_SECTORS_24,

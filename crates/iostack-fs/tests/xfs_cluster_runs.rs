@@ -25,6 +25,7 @@ fn vm(wcp_break: bool) -> Vm {
         expire: Duration(30_000_000_000),
         interval: Duration(5_000_000_000),
         ra_pages: 32,
+        max_readahead24: 31,
         copy_page_ns: 1,
         wb_page_ns: 3,
         mem_pages: 1_000_000,

@@ -287,6 +287,46 @@ impl Vm {
 }
 
 /// Append a page to the runs written, extending the last run when contiguous.
+impl Vm {
+    /// `fsync_inode_data_buffers` (the o_direct patch's `fs/buffer.c`, merged
+    /// in 2.4.10) on mapping `map`: its dirty data buffers,
+    /// `inode->i_dirty_data_buffers`, which `buffer_insert_inode_data_queue`
+    /// keeps newest first (`list_add` at the head, a re-dirtied buffer moved
+    /// there), each written with `ll_rw_block(WRITE)` in that order. Returns
+    /// the pages taken (dirty → under writeback), newest first. A page under
+    /// writeback is locked: `ll_rw_block` skips it (it stays dirty and
+    /// listed) and the caller's wait covers it.
+    pub fn take_inode_data24(&mut self, map: u32) -> Vec<u64> {
+        let Some(mut b) = self.buffers.take() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for r in b.runs.iter().rev() {
+            if r.meta.is_some() || r.map != map {
+                continue;
+            }
+            for page in (r.first..r.first + r.pages).rev() {
+                if b.live.get(&(map, page)) != Some(&r.seq) {
+                    continue;
+                }
+                let m = &self.maps[map as usize];
+                if !m.dirty.get(page) {
+                    b.live.remove(&(map, page));
+                    continue;
+                }
+                if m.writeback.get(page) {
+                    continue;
+                }
+                b.live.remove(&(map, page));
+                self.take_page(map as usize, page);
+                out.push(page);
+            }
+        }
+        self.buffers = Some(b);
+        out
+    }
+}
+
 fn push_page(runs: &mut Vec<FlushRun>, map: u32, page: u64) {
     match runs.last_mut() {
         Some(FlushRun::Pages {
@@ -359,6 +399,27 @@ mod tests {
         );
         dirty(&mut vm, 600, 1, Instant::ZERO);
         assert_eq!(vm.balance_dirty_state(), DirtyState::Sync);
+    }
+
+    /// fsync_inode_data_buffers walks i_dirty_data_buffers from its head:
+    /// the buffer dirtied last first, a page written back and dirtied again
+    /// counted by its new dirtying; a page under writeback is skipped.
+    #[test]
+    fn fsync_inode_data_buffers_writes_newest_first() {
+        let mut vm = vm24(64);
+        dirty(&mut vm, 500, 4, Instant::ZERO);
+        dirty(&mut vm, 0, 3, Instant(1));
+        // Page 501 written back by bdflush, then dirtied again.
+        vm.take_page(1, 501);
+        vm.maps[1].writeback.clear(501);
+        vm.nr_writeback -= 1;
+        dirty(&mut vm, 501, 1, Instant(2));
+        // Page 502 under writeback.
+        vm.take_page(1, 502);
+        let got = vm.take_inode_data24(1);
+        assert_eq!(got, vec![501, 2, 1, 0, 503, 500]);
+        assert_eq!((vm.nr_dirty, vm.nr_writeback), (0, 7));
+        assert!(vm.flush_dirty_buffers(false, Instant(3)).runs.is_empty());
     }
 
     #[test]

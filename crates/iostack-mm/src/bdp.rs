@@ -129,6 +129,7 @@ pub(crate) mod tests {
             expire: Duration(30_000_000_000),
             interval: Duration(5_000_000_000),
             ra_pages: 32,
+            max_readahead24: 31,
             copy_page_ns: 1,
             wb_page_ns: 1,
             mem_pages: 100_000,

@@ -48,6 +48,8 @@ pub struct VmConfig {
     pub wcp_break: bool,
     pub expire: Duration,
     pub interval: Duration,
+    /// 2.4's `get_max_readahead` (`queue/max_readahead`), in pages.
+    pub max_readahead24: u64,
     pub ra_pages: u64,
     pub copy_page_ns: u64,
     pub wb_page_ns: u64,

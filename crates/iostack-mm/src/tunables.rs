@@ -126,6 +126,17 @@ pub static TUNABLES: &[TunableDef] = &[
               VM_MAX_READAHEAD is 128.",
     },
     TunableDef {
+        name: "queue/max_readahead",
+        unit: Unit::Count,
+        default: |_| crate::readahead24::MAX_READAHEAD_24 as i64,
+        min: 0,
+        max: 1 << 18,
+        doc: "2.4 only: the device's max_readahead[major][minor] in pages, \
+              get_max_readahead's cap on f_ramax (blockdev --setfra, BLKFRASET). 31 \
+              (MAX_READAHEAD), as IDE's init_gendisk sets every minor and as a driver \
+              that sets none (LVM) gets. 2.4 has no read_ahead_kb.",
+    },
+    TunableDef {
         name: "vm/writeback_index",
         unit: Unit::Enum(WRITEBACK_INDEX),
         default: |_| 0,

@@ -133,7 +133,7 @@ impl Simulation {
 
     /// `__do_page_cache_readahead` + `read_pages` → `mpage_readpages`: allocate the
     /// window's missing pages and queue bios over physically contiguous runs.
-    fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
+    pub(crate) fn submit_readahead(&mut self, task: TaskId, map: u32, w: RaWindow, now: Instant) {
         let runs = self.vm.maps[map as usize].alloc_readahead(w, u64::MAX);
         // read_pages: blk_start_plug (2.6.39+); finished when the bios are out.
         self.open_batch_plug(task);

@@ -12,8 +12,13 @@
 //!   `write_inode_now(inode, 1)` writes its inode-table block and waits
 //!   (`ext2_update_inode` with `do_sync`), when an allocation or a size change
 //!   left it `I_DIRTY_DATASYNC` ([`Simulation::osync_before_dio`]). The merged
-//!   patch flushes the data only (`fsync_inode_data_buffers`), which a file
-//!   written only with O_DIRECT never has: nothing to do.
+//!   patch flushes the data only: `fsync_inode_data_buffers` writes the
+//!   inode's dirty data buffers (`i_dirty_data_buffers`, newest first), then
+//!   `filemap_fdatawait`, the task waiting for all of its file's writeback
+//!   ([`Simulation::osync_before_dio`]); a file written only with O_DIRECT
+//!   has none. The intermediate patch over dirty data is refused.
+//! * The final fsync is `ext2_fsync_inode` ([`Simulation::fsync24_meta`]):
+//!   the metadata list, then the data list, then the inode.
 
 use crate::task::Blocked;
 use crate::world::{Backing, Simulation};
@@ -22,13 +27,22 @@ use iostack_core::{BioOwner, EndIo, ReqFlags, TaskId};
 use iostack_des::{Duration, Instant};
 use iostack_fs::OsyncWrites;
 
-/// Where a process is in the metadata step of its final fsync on 2.4.
+/// Where a process is in its final fsync on 2.4 (`ext2_fsync_inode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Fsync24 {
     #[default]
     NotStarted,
-    /// `fsync_inode_buffers` and `ext2_sync_inode` under way (`Osync24`).
-    Running,
+    /// `fsync_inode_buffers` under way (`Osync24`); `inode` is the
+    /// inode-table block `ext2_sync_inode` writes after the data.
+    Running {
+        inode: Option<u64>,
+    },
+    /// `fsync_inode_data_buffers`: the data buffers submitted, waited for.
+    Data {
+        inode: Option<u64>,
+    },
+    /// `ext2_sync_inode` under way (`Osync24`).
+    Inode,
     Done,
 }
 
@@ -41,6 +55,10 @@ pub(crate) enum Osync24 {
     /// `fsync_inode_buffers` or `write_inode_now` waits for `inflight`
     /// buffers; `inode` is the write still to come.
     Waiting { inflight: u32, inode: Option<u64> },
+    /// `generic_file_direct_IO`'s data flush (`fsync_inode_data_buffers`,
+    /// `filemap_fdatawait`) submitted; the task waits for the file's
+    /// writeback to end.
+    DataFlush,
     /// Done: the direct I/O goes ahead.
     Done,
 }
@@ -119,6 +137,15 @@ impl Simulation {
                 p.osync24 = w;
                 return self.osync_drain(pi, now);
             }
+            Osync24::DataFlush => {
+                // Woken from get_request_wait or from the wait: go on waiting,
+                // or on to the rest of the steps.
+                p.osync24 = Osync24::DataFlush;
+                if self.data_flush_wait(pi, now) {
+                    return true;
+                }
+                self.procs[pi as usize].osync24 = Osync24::Idle;
+            }
             Osync24::Idle => {}
         }
         let p = &self.procs[pi as usize];
@@ -129,14 +156,25 @@ impl Simulation {
             return false;
         }
         let m = &self.vm.maps[p.map as usize];
-        if m.nr_dirty() > 0 || m.nr_writeback() > 0 {
-            // generic_file_direct_IO's filemap_fdatasync,
-            // fsync_inode_data_buffers and filemap_fdatawait.
-            let e = "2.4 direct I/O on a file with dirty cached pages: the data flush \
-                     before it (filemap_fdatasync, fsync_inode_data_buffers) is not modelled";
+        let dirty = m.nr_dirty() > 0 || m.nr_writeback() > 0;
+        if dirty && (self.flush24_osync() || self.vm.buffers.is_none()) {
+            let e = "2.4 direct I/O on a file with dirty cached pages: seed 004's \
+                     intermediate generic_osync_inode over them (data and metadata \
+                     buffers on one i_dirty_buffers list) is not modelled";
             self.procs[pi as usize].result.error = Some(e.into());
             self.finish_proc(pi, now);
             return true;
+        }
+        if dirty {
+            // The merged patch: generic_file_direct_IO's filemap_fdatasync
+            // (pages dirtied through mmap: none), fsync_inode_data_buffers
+            // and filemap_fdatawait.
+            self.data_flush_submit(pi, now);
+            self.procs[pi as usize].osync24 = Osync24::DataFlush;
+            if self.data_flush_wait(pi, now) {
+                return true;
+            }
+            self.procs[pi as usize].osync24 = Osync24::Idle;
         }
         if !self.flush24_osync() {
             return false;
@@ -163,20 +201,45 @@ impl Simulation {
         Ok(w)
     }
 
-    /// The end of a 2.4 process's final fsync (Bonnie's, after each writing
-    /// test): `sys_fsync` → `ext2_sync_file` (2.4.4 `fs/ext2/fsync.c`) →
-    /// `fsync_inode_buffers`, the inode's dirty indirect blocks (newest
-    /// first onto the request queue, sorted there by the elevator) each
-    /// through `ll_rw_block` and waited for, then `ext2_sync_inode` when an
+    /// Whether a process's final fsync is 2.4's `ext2_fsync_inode`
+    /// ([`Simulation::fsync24_meta`]) rather than 2.6's `write_cache_pages`:
+    /// a file on ext2 on 2.4 (the buffer list is 2.4's).
+    pub(crate) fn fsync24_applies(&self, pi: u32) -> bool {
+        let p = &self.procs[pi as usize];
+        self.vm.buffers.is_some()
+            && self.cfg.machine.fs == crate::machine::FsKind::Ext2
+            && matches!(p.backing, Backing::File(_))
+    }
+
+    /// A 2.4 process's final fsync (Bonnie's, after each writing test):
+    /// `sys_fsync` → `ext2_sync_file` → `ext2_fsync_inode` (2.4.10
+    /// `fs/ext2/fsync.c`, the o_direct patch's split of the inode's buffer
+    /// list): `fsync_inode_buffers`, the inode's dirty indirect blocks
+    /// (`i_dirty_buffers`, newest first onto the request queue, sorted there
+    /// by the elevator), each through `ll_rw_block`, then waited for; then
+    /// `fsync_inode_data_buffers`, its dirty data buffers
+    /// (`i_dirty_data_buffers`, newest first) the same way
+    /// ([`Simulation::fsync24_data`]); then `ext2_sync_inode` when an
     /// allocation or a size change left the inode `I_DIRTY_DATASYNC` (a
-    /// timestamp-only inode write is not modelled). Runs after the data
-    /// (the 2.6 `write_cache_pages` fsync; a direct writer has none). True
-    /// while the task waits for it.
+    /// timestamp-only inode write is not modelled). (`sys_fsync`'s
+    /// `filemap_fdatasync` writes pages dirtied through mmap only: none.)
+    /// True while the task waits for it.
     pub(crate) fn fsync24_meta(&mut self, pi: u32, now: Instant) -> bool {
         let p = &mut self.procs[pi as usize];
         match p.fsync24 {
             Fsync24::Done => false,
-            Fsync24::Running => match std::mem::take(&mut p.osync24) {
+            Fsync24::Running { inode } => match std::mem::take(&mut p.osync24) {
+                Osync24::Idle | Osync24::Done => {
+                    p.fsync24 = Fsync24::Data { inode };
+                    self.fsync24_data(pi, true, now)
+                }
+                w => {
+                    p.osync24 = w;
+                    self.osync_before_dio(pi, now)
+                }
+            },
+            Fsync24::Data { .. } => self.fsync24_data(pi, false, now),
+            Fsync24::Inode => match std::mem::take(&mut p.osync24) {
                 Osync24::Idle | Osync24::Done => {
                     p.fsync24 = Fsync24::Done;
                     false
@@ -194,21 +257,94 @@ impl Simulation {
                 if !p.spec.end_fsync
                     || !wrote
                     || p.result.error.is_some()
-                    || self.vm.buffers.is_none()
+                    || !self.fsync24_applies(pi)
                 {
                     return false;
                 }
-                p.fsync24 = Fsync24::Running;
                 match self.osync_inode24(ino) {
-                    Ok(w) => self.osync_submit(pi, w, now),
-                    // Not ext2: no 2.4 metadata step to run.
-                    Err(_) => {
+                    Ok(w) => {
+                        self.procs[pi as usize].fsync24 = Fsync24::Running { inode: w.inode };
+                        let buffers = OsyncWrites {
+                            buffers: w.buffers,
+                            inode: None,
+                        };
+                        self.osync_submit(pi, buffers, now)
+                    }
+                    Err(e) => {
+                        self.procs[pi as usize].result.error = Some(e.to_string());
                         self.procs[pi as usize].fsync24 = Fsync24::Done;
                         false
                     }
                 }
             }
         }
+    }
+
+    /// `fsync_inode_data_buffers` of the process's file: at `start`, its dirty
+    /// data buffers newest first (`Vm::take_inode_data24`), one
+    /// `ll_rw_block(WRITE)` each (a buffer head per block; 2.4's
+    /// `__make_request` merges them, front merges as they come in
+    /// descending order), `submit_bh`'s CPU each; then `wait_on_buffer` of
+    /// each (`tq_disk` run), which also waits for its buffers that were
+    /// already being written. Then `ext2_sync_inode`. True while the task
+    /// waits.
+    fn fsync24_data(&mut self, pi: u32, start: bool, now: Instant) -> bool {
+        if start {
+            self.data_flush_submit(pi, now);
+        }
+        if self.data_flush_wait(pi, now) {
+            return true;
+        }
+        let Fsync24::Data { inode } = self.procs[pi as usize].fsync24 else {
+            unreachable!("fsync24_data outside its step");
+        };
+        self.procs[pi as usize].fsync24 = Fsync24::Inode;
+        let w = OsyncWrites {
+            buffers: Vec::new(),
+            inode,
+        };
+        self.osync_submit(pi, w, now)
+    }
+
+    /// `fsync_inode_data_buffers`' writes: the file's dirty data buffers
+    /// newest first (`Vm::take_inode_data24`), one `ll_rw_block(WRITE)` each
+    /// (a buffer head per block; 2.4's `__make_request` merges them, front
+    /// merges as they come in descending order), `submit_bh`'s CPU each,
+    /// queued on the task.
+    fn data_flush_submit(&mut self, pi: u32, now: Instant) {
+        let task = TaskId(pi);
+        let p = &self.procs[pi as usize];
+        let (map, Backing::File(ino)) = (p.map, p.backing) else {
+            return;
+        };
+        let pages = self.vm.take_inode_data24(map);
+        self.count_wb_pages(task, map, pages.len() as u64);
+        for &page in &pages {
+            let pblk = iostack_fs::writepage::block_of_page(&mut *self.fs, ino, page)
+                .expect("a dirty buffer is mapped (prepare_write)");
+            self.queue_page_bios_flagged(task, map, page, 1, pblk, ReqFlags::WRITE, now);
+        }
+        let bpp = (iostack_mm::PAGE_SIZE / self.cfg.machine.fs_block_size as u64).max(1);
+        let cost = pages.len() as u64 * bpp * self.cfg.machine.cpu_bio_ns;
+        self.charge_sys(task, Duration(cost));
+    }
+
+    /// Submit what `data_flush_submit` queued, then `wait_on_buffer` of each
+    /// listed buffer (`tq_disk` run), which also waits for the file's
+    /// buffers already being written (`filemap_fdatawait` too): true while
+    /// the task sleeps, for a request or for the writeback.
+    fn data_flush_wait(&mut self, pi: u32, now: Instant) -> bool {
+        let task = TaskId(pi);
+        if self.drain_pending(task, now) {
+            return true;
+        }
+        self.unplug(task, now);
+        let map = self.procs[pi as usize].map;
+        if self.vm.fdatawait(task, map) {
+            self.tasks.block(task, Blocked::OnPage);
+            return true;
+        }
+        false
     }
 
     /// `ll_rw_block(WRITE, ...)` of the step's buffers (the indirect blocks,
@@ -287,8 +423,8 @@ impl Simulation {
     /// branch): `invalidate_inode_pages2(mapping)` over the whole mapping,
     /// not the range written (seed 004: with the range, the rewrite test's CPU
     /// went to 30%). No page is mapped by a process here, so every page goes
-    /// (`truncate_complete_page`); none is dirty or locked, as the flush
-    /// before the I/O left none (`osync_before_dio` refuses the rest).
+    /// (`truncate_complete_page`); none of this file's is dirty or locked, as
+    /// the flush before the I/O left none (`osync_before_dio`).
     pub(crate) fn after_direct_io24(&mut self, pi: u32, dir: crate::workload::Dir) {
         let p = &self.procs[pi as usize];
         let write = dir == crate::workload::Dir::Write;

@@ -27,6 +27,7 @@ mod open;
 mod pace;
 mod plug;
 mod poisson;
+mod read24;
 mod replay;
 mod runend;
 mod startq;
@@ -65,9 +66,11 @@ pub fn config_hash(cfg: &SimConfig) -> u64 {
         let ll24 = owner.is_some_and(|d| matches!(d.build, iostack_iosched::Build::Ll24(_)));
         let v24 = cfg.tunables.profile() == iostack_core::Profile::V2_4;
         // 2.4's direct-I/O flush only on 2.4 and when not the default (it came
-        // after the hashes of earlier runs); 2.4's /proc/sys/vm/bdflush only
-        // on 2.4.
-        let only24 = line.starts_with("dio/flush24=") || line.starts_with("vm/bdflush/");
+        // after the hashes of earlier runs); 2.4's /proc/sys/vm/bdflush and
+        // max_readahead only on 2.4.
+        let only24 = line.starts_with("dio/flush24=")
+            || line.starts_with("vm/bdflush/")
+            || line.starts_with("queue/max_readahead=");
         let flush_default = line == "dio/flush24=data";
         if (sq && mq)
             || (!sq && legacy)

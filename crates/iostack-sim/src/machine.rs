@@ -67,7 +67,26 @@ pub struct Machine {
     /// `mark_inode_dirty`).
     pub cpu_get_block_ns: u64,
     pub cpu_alloc_block_ns: u64,
+    /// The file system on an LVM1 linear logical volume (2.4's `lvm.c`) over
+    /// the partition (or the disk) as its one physical volume.
+    pub lvm: Option<Lvm>,
 }
+
+/// LVM1's linear logical volume (2.4 `drivers/md/lvm.c`): `/dev/vg/lv`,
+/// major 58 (`LVM_BLK_MAJOR`), minor 0 (the first LV of the first VG), all
+/// the physical volume's extents, allocated in order from its first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lvm {
+    /// `vg->pe_size`, sectors (vgcreate's default, 4 MiB).
+    pub pe_sectors: u64,
+    /// Sectors from the physical volume's start to its first extent (the
+    /// VGDA before it; its size depends on pvcreate's and vgcreate's
+    /// maxima, so it is a key, 0 unless set).
+    pub pe_start: u64,
+}
+
+/// `LVM_BLK_MAJOR`.
+pub const LVM_BLK_MAJOR: u32 = 58;
 
 /// As derived, with the 2.4 `get_block` costs only when set, so that the
 /// configuration hash of every machine without them is what it was before.
@@ -98,6 +117,9 @@ impl std::fmt::Debug for Machine {
             d.field("cpu_get_block_ns", &self.cpu_get_block_ns)
                 .field("cpu_alloc_block_ns", &self.cpu_alloc_block_ns);
         }
+        if let Some(l) = &self.lvm {
+            d.field("lvm", l);
+        }
         d.finish()
     }
 }
@@ -105,6 +127,13 @@ impl std::fmt::Debug for Machine {
 impl Machine {
     /// Device node of the partition holding the file system, or the disk.
     pub fn fs_dev(&self) -> DevT {
+        if self.lvm.is_some() {
+            return DevT::new(LVM_BLK_MAJOR, 0);
+        }
+        self.pv_dev()
+    }
+    /// The partition, or the disk: under LVM, its physical volume.
+    pub fn pv_dev(&self) -> DevT {
         match self.partition {
             Some((minor, _)) => DevT::new(self.disk.major, minor),
             None => self.disk,
@@ -211,6 +240,7 @@ fn base(name: &str, device_preset: &str) -> Result<Machine, MachineError> {
         cpu_wb_page_ns: 1_000,
         cpu_get_block_ns: 0,
         cpu_alloc_block_ns: 0,
+        lvm: None,
     })
 }
 
@@ -604,6 +634,34 @@ pub const KEYS: &[MachineKey] = &[
         set_partition,
         "`none`: the file system is on the whole disk",
     ),
+    text(
+        "lvm",
+        "none, linear",
+        set_lvm,
+        "`linear`: the file system on an LVM1 linear logical volume (58:0) over \
+         partition 1 (or the disk) as its physical volume, `lvm_map` remapping \
+         each buffer head (2.4 only)",
+    ),
+    int(
+        "lvm_pe_size",
+        "KiB",
+        (8, 16 << 20),
+        |m, v| {
+            let l = m.lvm.get_or_insert(LVM_DEFAULT);
+            l.pe_sectors = v * 2;
+        },
+        "LVM extent size (vgcreate -s; 4096 KiB by default; a power of two)",
+    ),
+    int(
+        "lvm_pe_start",
+        "sectors",
+        (0, u64::MAX >> 9),
+        |m, v| {
+            let l = m.lvm.get_or_insert(LVM_DEFAULT);
+            l.pe_start = v;
+        },
+        "sectors of the physical volume before its first extent (the VGDA)",
+    ),
     text("fs", "ext2, ext3, ext4, xfs", set_fs, "file system"),
     text(
         "fs_block_size",
@@ -717,6 +775,21 @@ fn set_partition(m: &mut Machine, v: &str) -> Result<(), String> {
         ));
     }
     m.partition = None;
+    Ok(())
+}
+
+/// vgcreate's default extent size, 4 MiB.
+const LVM_DEFAULT: Lvm = Lvm {
+    pe_sectors: 8192,
+    pe_start: 0,
+};
+
+fn set_lvm(m: &mut Machine, v: &str) -> Result<(), String> {
+    m.lvm = match v {
+        "none" => None,
+        "linear" => Some(m.lvm.unwrap_or(LVM_DEFAULT)),
+        _ => return Err(format!("'{v}': none or linear")),
+    };
     Ok(())
 }
 

@@ -109,6 +109,9 @@ impl Simulation {
     }
 
     /// `posix_fadvise` with the process's advice on its open file.
+    /// On 2.4 it changes nothing: `sys_fadvise64` came with 2.5.60 (fio's
+    /// `posix_fadvise` fails, fio warns and goes on), and 2.4's reads use
+    /// their own read-ahead context (`read24.rs`), not `f_ra`.
     fn fadvise(&mut self, pi: u32) {
         // FMODE_RANDOM came with 2.6.34; the 2.6.33-36 profile is taken as
         // 2.6.33 here.

@@ -182,6 +182,11 @@ pub(crate) struct Proc {
     pub(crate) map: u32,
     pub(crate) buf: Option<BufOp>,
     pub(crate) ra: FileRaState,
+    /// 2.4's read-ahead context of the open file (`f_raend`, `f_ramax`, ...).
+    pub(crate) ra24: iostack_mm::FileRa24,
+    /// 2.4: the page the reader slept on (`lock_page`, `wait_on_page`); it
+    /// goes to `page_ok` without another `generic_file_readahead`.
+    pub(crate) ra24_waited: Option<u64>,
     pub(crate) unplug_after: bool,
     pub(crate) throttle: Option<Throttle>,
     pub(crate) dirtied_since_check: u64,
@@ -260,6 +265,7 @@ pub(crate) struct FileCur {
     last_end: [u64; 2],
     last_start: [u64; 2],
     ra: FileRaState,
+    ra24: iostack_mm::FileRa24,
     ra_random: bool,
     dist: Option<crate::dist::DistState>,
     opened: bool,
@@ -292,6 +298,7 @@ impl Proc {
         swap(&mut self.last_end, &mut f.last_end);
         swap(&mut self.last_start, &mut f.last_start);
         swap(&mut self.ra, &mut f.ra);
+        swap(&mut self.ra24, &mut f.ra24);
         swap(&mut self.ra_random, &mut f.ra_random);
         swap(&mut self.dist, &mut f.dist);
         swap(&mut self.opened, &mut f.opened);
@@ -355,6 +362,7 @@ impl Proc {
             last_end: [0, 0],
             last_start: [0, 0],
             ra: self.ra,
+            ra24: Default::default(),
             ra_random: false,
             dist,
             opened: false,
@@ -417,6 +425,7 @@ fn vm_config(m: &Machine, t: &Tunables) -> VmConfig {
         expire: Duration(t.get_u64("vm/dirty_expire_centisecs") * 10_000_000),
         interval: Duration(t.get_u64("vm/dirty_writeback_centisecs") * 10_000_000),
         ra_pages: t.get_u64("queue/read_ahead_kb") / 4,
+        max_readahead24: t.get_u64("queue/max_readahead"),
         copy_page_ns: m.cpu_copy_page_ns,
         wb_page_ns: m.cpu_wb_page_ns,
         mem_pages,
@@ -425,6 +434,26 @@ fn vm_config(m: &Machine, t: &Tunables) -> VmConfig {
         v2632_chunk: !v2628,
         bdflush: (t.profile() == Profile::V2_4).then(|| bdflush_config(m, t, dirtyable)),
     }
+}
+
+/// Each kernel's read-ahead maximum is its own knob: 2.4's per-device
+/// `max_readahead` (`queue/max_readahead`, read by `readahead24.rs`), 2.6's
+/// `queue/read_ahead_kb` (`bdi->ra_pages`); the other one set is refused.
+fn readahead_knob(t: &Tunables) -> Result<(), SimError> {
+    let v24 = t.profile() == iostack_core::Profile::V2_4;
+    let set = t.overridden();
+    let (name, why) = if v24 {
+        ("queue/read_ahead_kb", "2.4 has no read_ahead_kb; its read-ahead maximum is the device's max_readahead (queue/max_readahead, pages)")
+    } else {
+        (
+            "queue/max_readahead",
+            "max_readahead[] is 2.4's; this kernel's read-ahead maximum is queue/read_ahead_kb",
+        )
+    };
+    if set.contains(&name) {
+        return Err(SimError(format!("{name}: kernel {}: {why}", t.profile())));
+    }
+    Ok(())
 }
 
 /// 2.4's `/proc/sys/vm/bdflush` for a machine. `nr_free_buffer_pages()` of
@@ -518,6 +547,20 @@ fn build_queue(
             irq_cpu: qcfg.irq_cpu,
             trace_mask: qcfg.trace_mask,
             elevator,
+            lvm: m.lvm.map(|l| {
+                let pv_sectors = qcfg
+                    .partitions
+                    .first()
+                    .map_or(dev.capacity_sectors(), |p| p.nr_sects);
+                let lv = DevT::new(crate::machine::LVM_BLK_MAJOR, 0);
+                iostack_block::LvmLinear::whole_pv(
+                    lv,
+                    m.pv_dev(),
+                    l.pe_sectors,
+                    l.pe_start,
+                    pv_sectors,
+                )
+            }),
         };
         return Ok(Box::new(iostack_block::Ll24Queue::new(l24, dev)));
     }
@@ -557,6 +600,25 @@ impl Simulation {
             None => (0, cap),
         };
         let _ = fs_start;
+        let fs_sectors = match m.lvm {
+            None => fs_sectors,
+            Some(_) if t.profile() != iostack_core::Profile::V2_4 => {
+                return Err(SimError(format!(
+                    "lvm = linear is 2.4's LVM1 (lvm.c); kernel {} would need \
+                     device-mapper, which is not modelled",
+                    t.profile()
+                )));
+            }
+            Some(l) => {
+                let n = fs_sectors.saturating_sub(l.pe_start) / l.pe_sectors;
+                if n == 0 {
+                    return Err(SimError(
+                        "lvm: the physical volume holds no whole extent".into(),
+                    ));
+                }
+                n * l.pe_sectors
+            }
+        };
         let mut qcfg = QueueConfig::from_tunables(t, m.disk, parts, &*dev);
         qcfg.irq_cpu = m.irq_cpu;
         let mut queue = build_queue(&cfg, &qcfg, dev)?;
@@ -575,6 +637,7 @@ impl Simulation {
             tracer.process(flusher_pid, &format!("flush-{}:{}", d.major, m.disk.minor));
         }
         let vm = Vm::new(vm_cfg);
+        readahead_knob(t)?;
         if t.get_enum("dio/flush24") != "data" && t.profile() != iostack_core::Profile::V2_4 {
             return Err(SimError(format!(
                 "dio/flush24={} is 2.4's generic_file_direct_IO; kernel {} has no such step",
@@ -981,6 +1044,8 @@ impl Simulation {
                 map: 0,
                 buf: None,
                 ra: FileRaState::new(self.vm.cfg.ra_pages),
+                ra24: Default::default(),
+                ra24_waited: None,
                 unplug_after: false,
                 throttle: None,
                 dirtied_since_check: 0,
@@ -1336,6 +1401,9 @@ impl Simulation {
             }
             let p = &self.procs[pi as usize];
             match p.buf.map(|b| b.dir) {
+                Some(Dir::Read) if self.cfg.tunables.profile() == iostack_core::Profile::V2_4 => {
+                    self.buffered_read_step24(pi, now)
+                }
                 Some(Dir::Read) => self.buffered_read_step(pi, now),
                 Some(Dir::Write) => self.buffered_write_step(pi, now),
                 None => self.issue_next(pi, now),
@@ -1692,6 +1760,8 @@ impl Simulation {
     /// `issue_at`, or a buffered `write()` of a direct process's write that
     /// met a hole (`fallback`).
     fn issue_io(&mut self, pi: u32, dir: Dir, offset: u64, len: u64, fallback: bool, now: Instant) {
+        let ra24_max = (self.cfg.tunables.profile() == iostack_core::Profile::V2_4)
+            .then_some(self.vm.cfg.max_readahead24);
         let p = &mut self.procs[pi as usize];
         if !p.spec.direct || fallback {
             let page = iostack_mm::PAGE_SIZE;
@@ -1715,6 +1785,12 @@ impl Simulation {
                 issue: now,
                 fallback,
             });
+            if let (Dir::Read, Some(max)) = (dir, ra24_max) {
+                // 2.4's do_generic_file_read: keep or reset the read-ahead
+                // context, size f_ramax from the request.
+                p.ra24.read_start(offset / page, offset % page, len, max);
+                p.ra24_waited = None;
+            }
             let cost = Duration(self.cfg.machine.cpu_syscall_ns);
             self.charge_sys(TaskId(pi), cost);
             self.schedule_task(TaskId(pi), now + cost);
@@ -2234,10 +2310,13 @@ impl Simulation {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
             p.datasync = false;
-            let map = p.map;
-            self.start_fsync(pi, map);
-            self.schedule_task(TaskId(pi), now);
-            return;
+            // On 2.4, ext2_fsync_inode writes the data too (fsync24_meta).
+            if !self.fsync24_applies(pi) {
+                let map = self.procs[pi as usize].map;
+                self.start_fsync(pi, map);
+                self.schedule_task(TaskId(pi), now);
+                return;
+            }
         }
         if self.fsync24_meta(pi, now) {
             return;

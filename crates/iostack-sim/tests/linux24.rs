@@ -293,3 +293,162 @@ fn kupdated_writes_the_allocators_buffers_and_the_inode() {
     );
     assert!(meta.len() >= 3, "{meta:?}");
 }
+
+/// A buffered reader of the file `writer` laid out, its cache dropped at open.
+fn reader_after_writer(size: u64) -> Vec<ProcSpec> {
+    let w = ProcSpec {
+        fresh: true,
+        ..writer("w", size, 1 << 20, false)
+    };
+    let r = ProcSpec {
+        read_pct: 100,
+        direct: false,
+        end_fsync: false,
+        invalidate: true,
+        fadvise: iostack_sim::workload::Fadvise::Normal,
+        after: Some((0, 1)),
+        ..writer("r", size, 1 << 20, false)
+    };
+    vec![w, r]
+}
+
+/// 2.4's `generic_file_readahead` (`mm/filemap.c` of 2.4.4): Bonnie's 1 MiB
+/// reads make `f_ramax` the device's `max_readahead` (`MAX_READAHEAD`, 31
+/// pages, for IDE); the first page is read with 31 behind it, then each
+/// asynchronous read-ahead reads `f_ramax + 1` = 32 pages when the reader
+/// enters the last block. 32 pages are 256 sectors, over IDE's 255: each
+/// block reaches the disk as 248 + 8 sectors. With the device's maximum at
+/// 15 pages each block is 16 pages, one 128-sector request. (2.6's on-demand
+/// readahead has no such knob: `queue/read_ahead_kb` is refused on 2.4.)
+#[test]
+fn readahead24_reads_max_readahead_plus_one_pages_per_block() {
+    let reads = |sets: &[&str]| -> Vec<u32> {
+        let d = run(cfg(sets, reader_after_writer(8 << 20)), Action::Issue);
+        d.iter().filter(|x| !x.0).map(|x| x.2).collect()
+    };
+    let def = reads(&[]);
+    let total: u64 = def.iter().map(|&s| s as u64).sum();
+    assert_eq!(total, (8 << 20) / 512, "{def:?}");
+    let big = def.iter().filter(|&&s| s == 248).count();
+    let small = def.iter().filter(|&&s| s == 8).count();
+    assert!(
+        big >= 60 && small >= 60,
+        "248 + 8 per 32-page block: {def:?}"
+    );
+    assert!(def.iter().all(|&s| s <= 248), "{def:?}");
+    let f15 = reads(&["queue/max_readahead=15"]);
+    let total: u64 = f15.iter().map(|&s| s as u64).sum();
+    assert_eq!(total, (8 << 20) / 512, "{f15:?}");
+    let full = f15.iter().filter(|&&s| s == 128).count();
+    assert!(full >= 120, "16-page blocks: {f15:?}");
+    assert!(f15.iter().all(|&s| s <= 128), "{f15:?}");
+}
+
+/// Each kernel's read-ahead knob on its own profile only.
+#[test]
+fn readahead_knobs_are_refused_on_the_other_kernels() {
+    let c = cfg(&["queue/read_ahead_kb=256"], reader_after_writer(1 << 20));
+    let e = Simulation::new(c).err().expect("refused on 2.4");
+    assert!(e.to_string().contains("queue/read_ahead_kb"), "{e}");
+    let mut c = cfg(&[], reader_after_writer(1 << 20));
+    let mut t = Tunables::new(Profile::V2_6_32, &tunable_tables());
+    t.set_str("queue/max_readahead=15").unwrap();
+    c.tunables = t;
+    c.scheduler = "deadline".into();
+    let e = Simulation::new(c).err().expect("refused on 2.6");
+    assert!(e.to_string().contains("queue/max_readahead"), "{e}");
+}
+
+/// 2.4's fsync of a buffered writer's file (`ext2_fsync_inode` →
+/// `fsync_inode_data_buffers`): `i_dirty_data_buffers` is kept newest first
+/// (`buffer_insert_inode_data_queue` adds at the head), so the data buffers
+/// reach `ll_rw_block` from the file's end back to its start; 2.6's
+/// `write_cache_pages` would go forward.
+#[test]
+fn fsync_writes_the_data_buffers_newest_first() {
+    let w = ProcSpec {
+        fresh: true,
+        ..writer("w", 8 << 20, 1 << 20, false)
+    };
+    let q = run(cfg(&[], vec![w]), Action::Queue);
+    let data: Vec<u64> = q.iter().filter(|x| x.0 && x.2 == 8).map(|x| x.1).collect();
+    assert!(data.len() >= 2000, "{}", data.len());
+    let down = data.windows(2).filter(|p| p[1] < p[0]).count();
+    assert!(
+        down * 100 >= (data.len() - 1) * 95,
+        "{down} of {} steps go back: {:?}",
+        data.len(),
+        &data[..20]
+    );
+    assert!(data[0] > data[data.len() - 1]);
+}
+
+/// `generic_file_direct_IO` (the o_direct patch as merged in 2.4.10) flushes
+/// the file's dirty data (`fsync_inode_data_buffers`, `filemap_fdatawait`)
+/// before a direct read of it: the buffered writer's pages are written, and
+/// waited for, before the first read reaches the queue. The intermediate
+/// patch (`generic_osync_inode` over one mixed list) is refused there.
+#[test]
+fn direct_io_flushes_the_dirty_data_first() {
+    let procs = || {
+        let w = ProcSpec {
+            fresh: true,
+            end_fsync: false,
+            ..writer("w", 4 << 20, 1 << 20, false)
+        };
+        let r = ProcSpec {
+            read_pct: 100,
+            after: Some((0, 1)),
+            ..writer("r", 4 << 20, 1 << 20, true)
+        };
+        vec![w, r]
+    };
+    let q = run(cfg(&[], procs()), Action::Queue);
+    let first_read = q.iter().position(|x| !x.0).expect("reads");
+    let data_written: u64 = q[..first_read].iter().filter(|x| x.0 && x.2 == 8).count() as u64;
+    assert!(
+        data_written >= 1024,
+        "{data_written} buffers before the read"
+    );
+    assert!(
+        q[first_read..].iter().all(|x| !x.0 || x.2 == 8),
+        "no data write after"
+    );
+    let sim = Simulation::new(cfg(&["dio/flush24=generic_osync_inode"], procs())).unwrap();
+    let (r, _) = sim.run();
+    let e = r.procs[1].error.as_deref().expect("refused");
+    assert!(e.contains("generic_osync_inode"), "{e}");
+}
+
+/// LVM1 is 2.4's: a machine with `lvm = linear` on a 2.6 kernel is refused
+/// (device-mapper is not modelled); on 2.4 a direct writer's buffer heads go
+/// through `lvm_map` (an A from 58,0 before each Q).
+#[test]
+fn lvm_linear_is_2_4_only_and_remaps_every_buffer_head() {
+    let lvm = Some(machine::Lvm {
+        pe_sectors: 8192,
+        pe_start: 0,
+    });
+    let w = || {
+        vec![ProcSpec {
+            fresh: true,
+            ..writer("dio", 1 << 20, 1 << 20, true)
+        }]
+    };
+    let mut c = cfg(&[], w());
+    c.machine.lvm = lvm;
+    let remaps = run(c, Action::Remap);
+    let queued = {
+        let mut c = cfg(&[], w());
+        c.machine.lvm = lvm;
+        run(c, Action::Queue)
+    };
+    // Two remaps (LV → hda1, hda1 → hda) per queued buffer head.
+    assert_eq!(remaps.len(), 2 * queued.len(), "{remaps:?}");
+    let mut c = cfg(&[], w());
+    c.machine.lvm = lvm;
+    c.tunables = Tunables::new(Profile::V2_6_32, &tunable_tables());
+    c.scheduler = "deadline".into();
+    let e = Simulation::new(c).err().expect("refused on 2.6");
+    assert!(e.to_string().contains("device-mapper"), "{e}");
+}
