@@ -115,10 +115,15 @@ impl MqQueue {
     }
 
     /// `blk_partition_remap`: A, and the sector moves to the whole disk.
+    #[inline(always)]
     fn partition_remap(&self, now: Instant, bio: &mut Bio, tr: &mut Tracer) {
-        if bio.dev == self.cfg.disk {
-            return;
+        if bio.dev != self.cfg.disk {
+            self.remap_to_disk(now, bio, tr);
         }
+    }
+
+    /// `partition_remap` of a bio to a partition.
+    fn remap_to_disk(&self, now: Instant, bio: &mut Bio, tr: &mut Tracer) {
         let p = *self
             .cfg
             .partitions
