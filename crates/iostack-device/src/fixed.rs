@@ -111,9 +111,20 @@ impl Device for Fixed {
     fn poll(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         // Start waiting commands on channels in order; a command is started (and
         // its completion decided) at the earliest instant a channel frees.
-        if self.waiting.is_empty() {
-            return;
+        if !self.waiting.is_empty() {
+            self.start_waiting(now, out);
         }
+    }
+    fn complete(&mut self, _now: Instant, _id: u64) {
+        assert!(self.outstanding > 0, "completion without a command");
+        self.outstanding -= 1;
+    }
+}
+
+impl Fixed {
+    /// `poll` with commands waiting.
+    #[inline(never)]
+    fn start_waiting(&mut self, now: Instant, out: &mut Vec<(Instant, u64)>) {
         if self.p.channels >= self.p.queue_depth {
             // A free channel always exists (outstanding < depth <= channels): every
             // command starts at once.
@@ -124,13 +135,7 @@ impl Device for Fixed {
         }
         self.start_on_channels(now, out);
     }
-    fn complete(&mut self, _now: Instant, _id: u64) {
-        assert!(self.outstanding > 0, "completion without a command");
-        self.outstanding -= 1;
-    }
-}
 
-impl Fixed {
     /// Fewer channels than the queue depth: each waiting command starts at
     /// the earliest instant a channel frees.
     #[inline(never)]

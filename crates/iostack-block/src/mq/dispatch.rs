@@ -161,7 +161,7 @@ impl MqQueue {
     }
 
     /// `scsi_mq_get_budget`: one of the device's `queue_depth` slots.
-    #[inline]
+    #[inline(always)]
     fn get_budget(&mut self) -> bool {
         match self.budget {
             Some(b) if self.budget_used >= b => {
@@ -184,7 +184,7 @@ impl MqQueue {
 
     /// `blk_mq_get_driver_tag`: a request allocated from the scheduler tags
     /// takes a driver tag of its hardware queue at dispatch.
-    #[inline]
+    #[inline(always)]
     fn get_driver_tag(&mut self, rq: RqId) -> bool {
         if self.mq(rq).tag.is_some() || self.borrows_tag(rq) {
             return true;
@@ -290,7 +290,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_get_budget_and_tag`.
-    #[inline]
+    #[inline(always)]
     fn get_budget_and_tag(&mut self, rq: RqId) -> bool {
         if !self.get_budget() {
             return false;
@@ -325,7 +325,7 @@ impl MqQueue {
 
     /// One request of `blk_mq_plug_issue_direct`: issued, or (false) onto
     /// the dispatch list (`blk_mq_request_bypass_insert`) and the queue run.
-    #[inline]
+    #[inline(always)]
     pub(super) fn plug_issue_one(
         &mut self,
         now: Instant,
@@ -346,7 +346,7 @@ impl MqQueue {
     }
 
     /// `->queue_rq` → `blk_mq_start_request` (D) and the command to the device.
-    #[inline]
+    #[inline(always)]
     fn issue(&mut self, now: Instant, rq: RqId, ctx: Ctx, tr: &mut Tracer, out: &mut BlockOut) {
         self.mq_mut(rq).loc = Loc::Driver;
         if self.last_merge == Some(rq) {
@@ -359,24 +359,22 @@ impl MqQueue {
         r.in_driver = true;
         r.dispatched = true;
         r.fifo_time = now;
-        self.wbt_issue(now, rq);
-        let r = self.rqs.get(rq);
-        if self
-            .last_issued_end
-            .is_some_and(|e| e.abs_diff(r.sector) > SEEK_SECTORS)
-        {
-            self.stats.dispatch_seeks += 1;
-        }
-        self.last_issued_end = Some(r.end_sector());
-        let flush = r.role == FlushRole::FlushRq;
         let cmd = DeviceCmd {
             id: rq.0 as u64,
             sector: r.sector,
             sectors: r.sectors,
             write: r.is_write(),
             fua: r.flags.contains(ReqFlags::FUA),
-            flush,
+            flush: r.role == FlushRole::FlushRq,
         };
+        self.wbt_issue(now, rq);
+        if self
+            .last_issued_end
+            .is_some_and(|e| e.abs_diff(cmd.sector) > SEEK_SECTORS)
+        {
+            self.stats.dispatch_seeks += 1;
+        }
+        self.last_issued_end = Some(cmd.sector + cmd.sectors as u64);
         if self.in_device == 0 {
             self.busy_since = now;
         }
@@ -386,7 +384,7 @@ impl MqQueue {
         self.poll_device(now, out);
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_device(&mut self, now: Instant, out: &mut BlockOut) {
         self.dev_out.clear();
         self.dev.poll(now, &mut self.dev_out);
@@ -401,6 +399,7 @@ impl MqQueue {
     /// bios end, the scheduler's `finish_request`, the tags freed (waking
     /// sleepers), the budget returned, and the reruns of
     /// `blk_mq_sched_restart` and `scsi_run_queue_async`.
+    #[inline(always)]
     pub(super) fn complete(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
         self.dev.complete(now, rq.0 as u64);
         self.poll_device(now, out);
@@ -432,7 +431,7 @@ impl MqQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn account_done(&mut self, now: Instant, rq: RqId) {
         let r = self.rqs.get(rq);
         let d2c = now.since(r.fifo_time).as_ns();
@@ -454,7 +453,7 @@ impl MqQueue {
     }
 
     /// `bio_endio` for every bio of `rq`, in order.
-    #[inline]
+    #[inline(always)]
     pub(super) fn end_bios(&mut self, rq: RqId, out: &mut BlockOut) {
         let mut next = Some(self.rqs.get(rq).bio_head);
         while let Some(b) = next {
@@ -479,6 +478,7 @@ impl MqQueue {
     /// `finish_request`, the driver and scheduler tags back
     /// (`blk_mq_put_tag`, whose wake-ups retry their allocation here), the
     /// budget back, and `blk_mq_sched_restart`.
+    #[inline(always)]
     pub(super) fn free_request(
         &mut self,
         now: Instant,
@@ -487,11 +487,7 @@ impl MqQueue {
         out: &mut BlockOut,
     ) {
         if self.rqs.get(rq).sorted {
-            if let Some(e) = self.elv.as_mut() {
-                e.finish_request(&self.rqs, rq);
-            }
-            self.sched_cpu(now, self.cost.completion_ns, out);
-            self.run_woken_hctxs(now, tr, out);
+            self.elv_finish_request(now, rq, tr, out);
         }
         if self.last_merge == Some(rq) {
             self.last_merge = None;
@@ -506,16 +502,8 @@ impl MqQueue {
         if let Some(t) = m.tag {
             self.put_tag_and_wake(now, m.hctx, t, cpu, tr, out);
         }
-        if let (Some(t), Some(st)) = (m.sched_tag, self.hctxs[m.hctx as usize].sched_tags.as_mut())
-        {
-            let n = st.put(t, cpu);
-            for _ in 0..n {
-                let hc = &mut self.hctxs[m.hctx as usize];
-                let Some(id) = hc.sched_tags.as_mut().and_then(|st| st.wake_one()) else {
-                    break;
-                };
-                self.retry_sleeper(now, BioId(id), tr, out);
-            }
+        if let Some(t) = m.sched_tag {
+            self.put_sched_tag_and_wake(now, m.hctx, t, cpu, tr, out);
         }
         self.sched_restart(now, m.hctx, tr, out);
         if let Some(q) = wbt_wake {
@@ -523,8 +511,41 @@ impl MqQueue {
         }
     }
 
+    /// The scheduler's `finish_request` of a request it had
+    /// (`RQF_USE_SCHED`), its CPU cost, and the hardware queues it woke.
+    fn elv_finish_request(&mut self, now: Instant, rq: RqId, tr: &mut Tracer, out: &mut BlockOut) {
+        if let Some(e) = self.elv.as_mut() {
+            e.finish_request(&self.rqs, rq);
+        }
+        self.sched_cpu(now, self.cost.completion_ns, out);
+        self.run_woken_hctxs(now, tr, out);
+    }
+
+    /// `blk_mq_put_tag` of a scheduler tag; the sleepers it wakes retry.
+    fn put_sched_tag_and_wake(
+        &mut self,
+        now: Instant,
+        h: u16,
+        t: u32,
+        cpu: u32,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let Some(st) = self.hctxs[h as usize].sched_tags.as_mut() else {
+            return;
+        };
+        let n = st.put(t, cpu);
+        for _ in 0..n {
+            let hc = &mut self.hctxs[h as usize];
+            let Some(id) = hc.sched_tags.as_mut().and_then(|st| st.wake_one()) else {
+                break;
+            };
+            self.retry_sleeper(now, BioId(id), tr, out);
+        }
+    }
+
     /// `blk_mq_put_tag` of a driver tag; the sleepers it wakes retry.
-    #[inline]
+    #[inline(always)]
     pub(super) fn put_tag_and_wake(
         &mut self,
         now: Instant,
@@ -572,7 +593,7 @@ impl MqQueue {
     }
 
     /// `blk_mq_sched_restart`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn sched_restart(
         &mut self,
         now: Instant,

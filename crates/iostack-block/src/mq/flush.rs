@@ -257,7 +257,22 @@ impl MqQueue {
     /// `flush_end_io` for the flush, which moves every request of the
     /// running list on, or `mq_flush_data_end_io` for sequenced data.
     /// False for an ordinary request.
+    #[inline(always)]
     pub(super) fn flush_complete(
+        &mut self,
+        now: Instant,
+        rq: RqId,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> bool {
+        if self.rqs.get(rq).role == FlushRole::None {
+            return false;
+        }
+        self.flush_complete_slow(now, rq, tr, out)
+    }
+
+    /// `flush_complete` of a flush or a sequenced request.
+    fn flush_complete_slow(
         &mut self,
         now: Instant,
         rq: RqId,

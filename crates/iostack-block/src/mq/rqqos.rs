@@ -49,6 +49,7 @@ impl MqQueue {
     /// tracked write takes a slot below `get_limit` (`rq_wait_inc_below`)
     /// unless others already sleep, else sleeps in `rq_qos_wait` (false).
     /// Then the window is opened if it is not (`rwb_arm_timer`).
+    #[inline(always)]
     pub(super) fn wbt_throttle(&mut self, now: Instant, id: BioId, out: &mut BlockOut) -> bool {
         let flags = self.bios.get(id).flags;
         let Some(w) = self.wbt.as_mut() else {
@@ -91,12 +92,14 @@ impl MqQueue {
     }
 
     /// `rq_qos_track` → `wbt_track`: the request's `wbt_flags`.
+    #[inline(always)]
     pub(super) fn wbt_track(&self, flags: ReqFlags) -> u8 {
         self.wbt.as_ref().map_or(0, |w| w.bio_flags(flags))
     }
 
     /// `rq_qos_issue` → `wbt_issue`: the first read issued becomes the
     /// sync cookie.
+    #[inline(always)]
     pub(super) fn wbt_issue(&mut self, now: Instant, rq: RqId) {
         let acct = self.mq(rq).wbt;
         if let Some(w) = self.wbt.as_mut() {
@@ -108,6 +111,7 @@ impl MqQueue {
 
     /// `blk_stat_add` at completion, through `wbt_data_dir` (reads and
     /// writes; not a flush): the latency from `io_start_time_ns`.
+    #[inline(always)]
     pub(super) fn wbt_stat(&mut self, write: bool, lat_ns: u64) {
         if let Some(w) = self.wbt.as_mut() {
             w.stat_add(write, lat_ns);
@@ -117,6 +121,7 @@ impl MqQueue {
     /// `rq_qos_done` → `wbt_done` of a request with `acct`: the sync cookie
     /// and `last_comp` of reads, or `wbt_rqw_done` of a tracked write.
     /// Returns the wait queue whose sleepers are to be woken.
+    #[inline(always)]
     pub(super) fn wbt_done(&mut self, now: Instant, rq: RqId, acct: u8) -> Option<usize> {
         let w = self.wbt.as_mut()?;
         if acct & WBT_TRACKED == 0 {

@@ -109,11 +109,17 @@ impl MqQueue {
     /// `bio_endio` of a bio that may belong to a chain: a part's completion
     /// counts down the original's (`bio_chain_endio`), and the original's
     /// completion goes up once all parts are done.
+    #[inline(always)]
     pub(super) fn end_bio(&mut self, id: BioId, c: CompletedBio, out: &mut Vec<CompletedBio>) {
         if self.chain_of.is_empty() {
             out.push(c);
             return;
         }
+        self.end_chained_bio(id, c, out);
+    }
+
+    /// `bio_endio` of a bio that may be a part of a split one.
+    fn end_chained_bio(&mut self, id: BioId, c: CompletedBio, out: &mut Vec<CompletedBio>) {
         let Some(ch) = self.chain_of.remove(&id.0) else {
             out.push(c);
             return;

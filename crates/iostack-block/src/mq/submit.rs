@@ -34,6 +34,7 @@ impl MqQueue {
     /// `submit_bio_noacct`: partition remap (A), the flush filter for a device
     /// without a volatile cache, Q (`submit_bio_noacct_nocheck`), then
     /// `blk_mq_submit_bio`.
+    #[inline(always)]
     pub fn submit_bio(
         &mut self,
         now: Instant,
@@ -79,7 +80,7 @@ impl MqQueue {
     /// it at the limits and takes the front part; the remainder, first on
     /// `current->bio_list`, follows. A front part asleep for a tag keeps the
     /// remainder for its wake-up (`retry_sleeper`).
-    #[inline]
+    #[inline(always)]
     fn submit_split(
         &mut self,
         now: Instant,
@@ -114,10 +115,15 @@ impl MqQueue {
     }
 
     /// `blk_partition_remap`: A, and the sector moves to the whole disk.
+    #[inline(always)]
     fn partition_remap(&self, now: Instant, bio: &mut Bio, tr: &mut Tracer) {
-        if bio.dev == self.cfg.disk {
-            return;
+        if bio.dev != self.cfg.disk {
+            self.remap_to_disk(now, bio, tr);
         }
+    }
+
+    /// `partition_remap` of a bio to a partition.
+    fn remap_to_disk(&self, now: Instant, bio: &mut Bio, tr: &mut Tracer) {
         let p = *self
             .cfg
             .partitions
@@ -141,7 +147,7 @@ impl MqQueue {
 
     /// `blk_mq_submit_bio`: merge (`blk_mq_attempt_bio_merge`), else allocate
     /// a request (`__blk_mq_alloc_requests`, G), else sleep for a tag.
-    #[inline]
+    #[inline(always)]
     fn mq_submit_bio(
         &mut self,
         now: Instant,
@@ -246,7 +252,7 @@ impl MqQueue {
     /// `__blk_mq_alloc_requests` → `blk_mq_get_tag` from the scheduler tags
     /// (depth limited by the scheduler's `limit_depth`) or the driver tags,
     /// `blk_mq_rq_ctx_init` + `blk_mq_bio_to_request`; G.
-    #[inline]
+    #[inline(always)]
     fn alloc_request(&mut self, now: Instant, id: BioId, tr: &mut Tracer) -> Option<RqId> {
         let b = self.bio(id);
         let cpu = if b.cpu < self.cfg.nr_cpus {
@@ -314,7 +320,7 @@ impl MqQueue {
     /// a scheduler (or a busy single queue) insert and run the queue
     /// asynchronously, or issue directly (`blk_mq_try_issue_directly`).
     /// `task` submitted the request's bio.
-    #[inline]
+    #[inline(always)]
     fn submit_rq(
         &mut self,
         now: Instant,
@@ -352,7 +358,7 @@ impl MqQueue {
     /// `blk_add_rq_to_plug`: P when the plug starts; a plug at
     /// `BLK_MAX_REQUEST_COUNT` or whose last request reached
     /// `BLK_PLUG_FLUSH_SIZE` is flushed first (and P again).
-    #[inline]
+    #[inline(always)]
     fn add_rq_to_plug(
         &mut self,
         now: Instant,
@@ -400,6 +406,7 @@ impl MqQueue {
     }
 
     /// `blk_finish_plug` → `__blk_flush_plug(plug, false)`.
+    #[inline(always)]
     pub fn finish_plug(
         &mut self,
         now: Instant,
@@ -434,6 +441,7 @@ impl MqQueue {
     /// `schedule`, U (explicit) and `blk_mq_plug_issue_direct`; otherwise
     /// `blk_mq_dispatch_plug_list`: U (UT from `schedule`), insert (I) and
     /// run the hardware queue, asynchronously from `schedule`.
+    #[inline(always)]
     fn flush_plug_list(
         &mut self,
         now: Instant,
@@ -457,6 +465,21 @@ impl MqQueue {
             self.plug_issue_one(now, rq, ctx, tr, out);
             return;
         }
+        self.flush_plug_list_many(now, task, from_schedule, ctx, tr, out);
+    }
+
+    /// `flush_plug_list` of more than one request, or with a scheduler, or
+    /// from `schedule`.
+    fn flush_plug_list_many(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        from_schedule: bool,
+        ctx: Ctx,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) {
+        let p = self.plugs.get_mut(task).expect("plugged task");
         let mut list = std::mem::take(&mut p.list);
         let has_elevator = std::mem::take(&mut p.has_elevator);
         let depth = list.len() as u64;
@@ -539,7 +562,7 @@ impl MqQueue {
 
     /// `blk_mq_attempt_bio_merge`: the plug's last request
     /// (`blk_attempt_plug_merge`), then `blk_mq_sched_bio_merge`.
-    #[inline]
+    #[inline(always)]
     fn attempt_bio_merge(
         &mut self,
         now: Instant,
@@ -566,7 +589,7 @@ impl MqQueue {
     /// `blk_mq_sched_bio_merge`: the scheduler's `bio_merge`
     /// (`blk_mq_sched_try_merge`), or without one `blk_bio_list_merge` over
     /// the last 8 requests of the CPU's software queue.
-    #[inline]
+    #[inline(always)]
     fn sched_bio_merge(
         &mut self,
         now: Instant,
@@ -580,22 +603,15 @@ impl MqQueue {
         } else {
             cpu % self.ctxs.len()
         };
-        if let Some(e) = self.elv.as_ref() {
-            let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
-            let list = e.bio_merge_list(h, cpu as u32, flags);
-            self.sched_cpu(now, self.cost.bio_merge_ns, out);
-            // blk_bio_list_merge over the scheduler's list: the last 8, newest first.
-            return match list {
-                Some(list) => {
-                    let candidates: Vec<RqId> = list.into_iter().rev().take(8).collect();
-                    self.bio_list_merge(now, id, &candidates, tr)
-                }
-                None => self.sched_try_merge(now, id, tr, out),
-            };
+        if self.elv.is_some() {
+            return self.elv_bio_merge(now, id, cpu, tr, out);
         }
         // No scheduler: the software queue's last 8, newest first. The list
         // does not change while bios merge into its requests.
         let len = self.ctxs[cpu].len();
+        if len == 0 {
+            return false;
+        }
         for k in 1..=len.min(8) {
             let rq = self.ctxs[cpu][len - k];
             match self.attempt_merge_into(now, rq, id, tr) {
@@ -605,6 +621,29 @@ impl MqQueue {
             }
         }
         false
+    }
+
+    /// `blk_mq_sched_bio_merge` with a scheduler: its `bio_merge`.
+    fn elv_bio_merge(
+        &mut self,
+        now: Instant,
+        id: BioId,
+        cpu: usize,
+        tr: &mut Tracer,
+        out: &mut BlockOut,
+    ) -> bool {
+        let (h, flags) = (self.cpu_hctx[cpu], self.bio(id).flags);
+        let e = self.elv.as_ref().expect("a scheduler");
+        let list = e.bio_merge_list(h, cpu as u32, flags);
+        self.sched_cpu(now, self.cost.bio_merge_ns, out);
+        // blk_bio_list_merge over the scheduler's list: the last 8, newest first.
+        match list {
+            Some(list) => {
+                let candidates: Vec<RqId> = list.into_iter().rev().take(8).collect();
+                self.bio_list_merge(now, id, &candidates, tr)
+            }
+            None => self.sched_try_merge(now, id, tr, out),
+        }
     }
 
     /// `blk_bio_list_merge` over `candidates`, in order.
