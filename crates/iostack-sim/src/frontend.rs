@@ -1059,8 +1059,10 @@ fn split_of(list: &[iostack_workload::BsSplit]) -> Vec<(u64, u64)> {
 }
 
 /// `bsrange`/`bssplit` where they are simulated: sizes whole pages for buffered
-/// I/O, no random map (fio's `mark_random_map` trims an I/O to the free blocks,
-/// not modelled yet) and fio's default alignment.
+/// I/O and fio's default alignment. With the random map (fio's
+/// `mark_random_map`, which trims an I/O to the free blocks after its first)
+/// both directions must share their smallest size: fio keeps the map in
+/// blocks of `rw_min_bs` but marks it in each direction's `min_bs`.
 fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     if !varies {
@@ -1071,8 +1073,11 @@ fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     } else {
         "bssplit"
     };
-    if j.rw.kind.is_random() && !j.norandommap {
-        let msg = format!("{option} with the random map is not modelled yet; set norandommap");
+    if j.rw.kind.is_random() && !j.norandommap && j.min_bs.read != j.min_bs.write {
+        let msg = format!(
+            "{option} with the random map and a different smallest size per direction is not \
+             modelled yet; set norandommap"
+        );
         return Err(at.err(Some(option), msg));
     }
     let page = iostack_mm::PAGE_SIZE;

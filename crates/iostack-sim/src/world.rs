@@ -770,7 +770,15 @@ impl Simulation {
                 Backing::Raw { .. } => 0,
             };
             let dist = spec.dist.as_ref().map(|d| {
-                let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
+                // init_random_map: blocks of the smallest size the job issues
+            // (fio's `rw_min_bs`, a varied direction's minimum).
+            let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
+            let bs_min = if varied {
+                spec.bs_range[0].0.min(spec.bs_range[1].0)
+            } else {
+                spec.bs[0].min(spec.bs[1])
+            }
+            .max(1);
                 let nranges = spec.region.div_ceil(bs_min);
                 let mut rng = Rng::stream(seed, &format!("{label}/file{}/dist", k + 1));
                 crate::dist::DistState::new(d, nranges, &mut rng)
@@ -908,7 +916,15 @@ impl Simulation {
                 spec.io_size = size.saturating_sub(spec.offset);
                 spec.region = spec.io_size;
             }
-            let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
+            // init_random_map: blocks of the smallest size the job issues
+            // (fio's `rw_min_bs`, a varied direction's minimum).
+            let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
+            let bs_min = if varied {
+                spec.bs_range[0].0.min(spec.bs_range[1].0)
+            } else {
+                spec.bs[0].min(spec.bs[1])
+            }
+            .max(1);
             let nblocks = (spec.region / bs_min).max(1);
             let pid = spec.pid.unwrap_or_else(|| {
                 next_pid += 1;
@@ -2356,16 +2372,63 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
             }
             p.seq_next
         }
-        Pattern::Random { .. } => {
+        Pattern::Random { norandommap } => {
             let blocks = (region / minbs).max(1);
-            p.rng_off.below(blocks) * minbs
+            let drawn = p.rng_off.below(blocks);
+            if norandommap {
+                drawn * minbs
+            } else {
+                // __get_next_rand_offset: the drawn block if free, else
+                // axmap_next_free's (marked here, the first of the run).
+                next_random_block(p, blocks, drawn) * minbs
+            }
         }
     };
-    let len = crate::workload::next_buflen(&p.spec, dir, rel, region, &mut p.rng_bs);
-    if p.spec.pattern == Pattern::Sequential {
-        p.seq_next = rel + len;
+    let mut len = crate::workload::next_buflen(&p.spec, dir, rel, region, &mut p.rng_bs);
+    match p.spec.pattern {
+        Pattern::Sequential => p.seq_next = rel + len,
+        Pattern::Random { norandommap: false } => {
+            // mark_random_map: the I/O's blocks after its first, up to the
+            // first one already done; the I/O is trimmed to those.
+            let nr = len.div_ceil(minbs);
+            let set = 1 + mark_run(p, rel / minbs + 1, nr - 1);
+            len = len.min(set * minbs);
+        }
+        Pattern::Random { norandommap: true } => {}
     }
     (minbs, rel, len)
+}
+
+/// fio's `axmap_set_nr` (lib/axmap.c) from block `first`: sets up to `nr`
+/// free blocks in a row, stopping at the first one already set (or the
+/// map's end), and returns how many it set.
+fn mark_run(p: &mut Proc, first: u64, nr: u64) -> u64 {
+    let bits = p.randmap.len() as u64 * 64;
+    let mut set = 0;
+    while set < nr && first + set < bits.min(p.nblocks) {
+        let b = first + set;
+        let (w, bit) = ((b / 64) as usize, b % 64);
+        if p.randmap[w] & (1 << bit) != 0 {
+            break;
+        }
+        p.randmap[w] |= 1 << bit;
+        if word_full(p, w) {
+            p.randmap_full[w / 64] |= 1 << (w % 64);
+        }
+        p.randmap_left = p.randmap_left.saturating_sub(1);
+        set += 1;
+    }
+    set
+}
+
+/// Whether word `w` of the random map has no free block below the map's end.
+fn word_full(p: &Proc, w: usize) -> bool {
+    let base = w as u64 * 64;
+    let mut used = p.randmap[w];
+    if base + 64 > p.nblocks {
+        used |= !0u64 << (p.nblocks - base);
+    }
+    used == !0
 }
 
 /// fio's `__get_next_rand_offset` with the LFSR: its next block; once the

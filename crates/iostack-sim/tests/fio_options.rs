@@ -343,7 +343,7 @@ fn bsrange_follows_fios_formula() {
         "mean {mean_blocks} blocks over {ios}"
     );
     assert_eq!(bytes % 4096, 0);
-    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
+    let (msg, _, option) = refuse("[j]\nrw=randrw\nsize=1m\nbsrange=4k-64k,8k-16k\n");
     assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
 }
 
@@ -443,14 +443,19 @@ fn time_based_wrap_drops_the_cache() {
 
 /// Sectors of the bios queued (Q) by a job on the `null` machine.
 fn queued_sectors(text: &str) -> Vec<u64> {
+    queued_extents(text).into_iter().map(|e| e.0).collect()
+}
+
+/// (sector, bytes) of the bios queued (Q) by a job on the `null` machine.
+fn queued_extents(text: &str) -> Vec<(u64, u64)> {
     use iostack_core::{Action, TraceEvent, TraceSink};
     use std::sync::{Arc, Mutex};
-    struct Qs(Arc<Mutex<Vec<u64>>>);
+    struct Qs(Arc<Mutex<Vec<(u64, u64)>>>);
     impl TraceSink for Qs {
         fn event(&mut self, ev: &TraceEvent) {
             if let TraceEvent::Block(r) = ev {
                 if r.action == Action::Queue {
-                    self.0.lock().unwrap().push(r.sector);
+                    self.0.lock().unwrap().push((r.sector, u64::from(r.bytes)));
                 }
             }
         }
@@ -1105,4 +1110,36 @@ fn tausworthe64_issues_the_offsets_fio_issues() {
     let mut all = map.clone();
     all.sort_unstable();
     assert_eq!(all, (0..256).collect::<Vec<u64>>());
+}
+
+/// `bssplit` with the random map: fio's `mark_random_map` marks every block
+/// an I/O covers and trims it at the first block already done, so one pass
+/// covers the region exactly once (no block twice, none left out), and some
+/// I/Os come out shorter than any size of the split. Without the map
+/// (`norandommap`) blocks are read twice.
+#[test]
+fn bssplit_with_the_random_map_covers_each_block_once() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nsize=1m\ndirect=1\n\
+                bssplit=4k/50:64k/50\n";
+    let mut e = queued_extents(base);
+    let sizes: Vec<u64> = e.iter().map(|x| x.1).collect();
+    e.sort_unstable();
+    let mut next = 0u64;
+    for &(sector, bytes) in &e {
+        assert_eq!(sector * 512, next, "a gap or an overlap at sector {sector}");
+        next += bytes;
+    }
+    assert_eq!(next, 1 << 20);
+    assert!(sizes.iter().all(|b| b % 4096 == 0 && *b <= 65536));
+    let trimmed = sizes.iter().filter(|b| **b != 4096 && **b != 65536).count();
+    assert!(trimmed > 0, "no I/O was trimmed at a done block: {sizes:?}");
+    // Without the map, offsets repeat.
+    let mut free = queued_extents(&format!("{base}norandommap\n"));
+    free.sort_unstable();
+    let overlaps = free.windows(2).filter(|w| w[0].0 * 512 + w[0].1 > w[1].0 * 512).count();
+    assert!(overlaps > 0);
+    // A different smallest size per direction stays refused.
+    let (msg, _, option) =
+        refuse("[j]\nrw=randrw\nsize=1m\ndirect=1\nbssplit=4k/50:64k/50,8k/100\n");
+    assert_eq!(option.as_deref(), Some("bssplit"), "{msg}");
 }

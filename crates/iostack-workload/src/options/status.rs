@@ -118,12 +118,12 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "bsrange",
         Sim,
-        "fio's get_next_buflen; random I/O needs norandommap",
+        "fio's get_next_buflen; with the random map, mark_random_map trims an I/O to the free blocks (one smallest size for both directions)",
     ),
     (
         "bssplit",
         Sim,
-        "fio's get_next_buflen; random I/O needs norandommap",
+        "fio's get_next_buflen; with the random map, mark_random_map trims an I/O to the free blocks (one smallest size for both directions)",
     ),
     ("bs_unaligned", No(NOT_YET), ""),
     ("bs_is_seq_rand", No(NOT_YET), ""),
