@@ -478,6 +478,13 @@ impl JobAt<'_> {
     }
 }
 
+/// Whether a random job's `blockalign` differs from its smallest size in
+/// some direction: fio's `fixup_options` then turns the random map off.
+fn aligned_apart(j: &iostack_workload::JobSpec) -> bool {
+    j.rw.kind.is_random()
+        && (j.blockalign.read != j.min_bs.read || j.blockalign.write != j.min_bs.write)
+}
+
 /// Access pattern and read share of a job's `rw=`.
 fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32), SimError> {
     use iostack_workload::RwKind;
@@ -488,7 +495,7 @@ fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32
         iostack_workload::RandomDistribution::Random
     );
     let random = Pattern::Random {
-        norandommap: j.norandommap || skewed,
+        norandommap: j.norandommap || skewed || aligned_apart(j),
     };
     let p = match j.rw.kind {
         RwKind::Read => (Pattern::Sequential, 100),
@@ -1124,9 +1131,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
 
 /// fio's `random_distribution` where it is simulated (uniform, `zoned`,
 /// `zoned_abs`): the zones of each direction; zipf, pareto and normal are
-/// [`dist_of`]'s. Zones with varied block sizes are refused, as is
-/// `percentage_random` below 100 with the random map (fio marks the
-/// sequential I/Os in it) or with varied sizes.
+/// [`dist_of`]'s. Zones hold with varied block sizes (the block in units
+/// of `ba`, then `get_next_buflen`); `percentage_random` below 100 with the
+/// random map (fio marks the sequential I/Os in it) or with varied sizes is
+/// refused.
 fn zoned_of(
     j: &iostack_workload::JobSpec,
     size: u64,
@@ -1137,7 +1145,7 @@ fn zoned_of(
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
     let skewed = !matches!(j.random_distribution, D::Random);
     let lfsr = j.random_generator == iostack_workload::RandomGenerator::Lfsr;
-    let randmap = !j.norandommap && !skewed && !lfsr;
+    let randmap = !j.norandommap && !skewed && !lfsr && !aligned_apart(j);
     if perc && j.rw.kind.is_random() && (randmap || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
@@ -1148,10 +1156,6 @@ fn zoned_of(
         D::ZonedAbs(z) => (true, z),
         _ => return Ok(None),
     };
-    if varies {
-        let msg = "a zoned distribution with varied block sizes is not modelled yet";
-        return Err(at.refuse("random_distribution", msg));
-    }
     let list = |v: &Vec<iostack_workload::ZoneSplit>| -> Vec<(u32, u64)> {
         v.iter().map(|z| (z.access_percent, z.size)).collect()
     };
@@ -1209,9 +1213,11 @@ fn dist_of(
 }
 
 /// fio's `blockalign` per direction where it differs from the block size
-/// (0 where it does not): random offsets at its multiples. fio uses it only
-/// for random offsets; with the random map (kept in blocks of `bs`), a
-/// zoned or skewed distribution, or varied sizes it is refused.
+/// (0 where it does not): random offsets at its multiples, uniform or zoned
+/// (`last_block` in units of `ba`), with fixed or varied sizes. fio turns
+/// the random map off with it (`fixup_options`: "Any use of blockalign=
+/// turns off randommap", [`pattern_of`]). With zipf, pareto or normal
+/// (offsets in blocks of the size) it is refused.
 fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], SimError> {
     // Unset, fio's `ba` is `min_bs` (fixup_options), which the block size
     // choice already aligns to.
@@ -1222,14 +1228,14 @@ fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], 
     if ba == [None, None] || !j.rw.kind.is_random() {
         return Ok([0, 0]);
     }
-    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
-    let uniform = matches!(
+    use iostack_workload::RandomDistribution as D;
+    let flat = matches!(
         j.random_distribution,
-        iostack_workload::RandomDistribution::Random
+        D::Random | D::Zoned(_) | D::ZonedAbs(_)
     );
-    if !j.norandommap || varies || !uniform || ba.iter().flatten().any(|b| *b == 0) {
-        let msg = "with the random map, varied block sizes or a non-uniform distribution \
-                   it is not modelled yet; set norandommap";
+    if !flat || ba.iter().flatten().any(|b| *b == 0) {
+        let msg = "with zipf, pareto or normal (offsets in blocks of the size) it is not \
+                   modelled yet";
         return Err(at.refuse("ba", msg));
     }
     Ok(ba.map(|b| b.unwrap_or(0)))

@@ -1601,9 +1601,9 @@ impl Simulation {
                 d.next(&mut p.rng_dist) * bs
             }
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
-                let blocks = (p.spec.region / bs).max(1);
+                let (lastb, ba) = last_block(p, dir, bs);
                 let z = p.spec.zoned.as_ref().unwrap();
-                zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
+                zoned_block(z, dir, lastb, ba, &mut p.rng_zone, &mut p.rng_off) * ba
             }
             Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
             Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
@@ -2373,14 +2373,17 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
             p.seq_next
         }
         Pattern::Random { norandommap } => {
-            let blocks = (region / minbs).max(1);
-            let drawn = p.rng_off.below(blocks);
-            if norandommap {
-                drawn * minbs
+            let (lastb, ba) = last_block(p, dir, minbs);
+            if let Some(z) = p.spec.zoned.as_ref() {
+                zoned_block(z, dir, lastb, ba, &mut p.rng_zone, &mut p.rng_off) * ba
+            } else if norandommap {
+                p.rng_off.below(lastb) * ba
             } else {
                 // __get_next_rand_offset: the drawn block if free, else
                 // axmap_next_free's (marked here, the first of the run).
-                next_random_block(p, blocks, drawn) * minbs
+                // The map is on only where `ba` is `min_bs`.
+                let drawn = p.rng_off.below(lastb);
+                next_random_block(p, lastb, drawn) * minbs
             }
         }
     };
@@ -2397,6 +2400,18 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
         Pattern::Random { norandommap: true } => {}
     }
     (minbs, rel, len)
+}
+
+/// fio's `last_block` (io_u.c) for direction `d` whose smallest size is
+/// `minbs`: the region less `minbs - ba` where the alignment is smaller, in
+/// blocks of `ba` (at least one). Returns (blocks, ba).
+fn last_block(p: &Proc, d: Dir, minbs: u64) -> (u64, u64) {
+    let ba = match p.spec.ba[d as usize] {
+        0 => minbs,
+        b => b,
+    };
+    let room = p.spec.region.saturating_sub(minbs.saturating_sub(ba));
+    ((room / ba).max(1), ba)
 }
 
 /// fio's `axmap_set_nr` (lib/axmap.c) from block `first`: sets up to `nr`

@@ -30,7 +30,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
         "latency_target=500",
         "thinktime_iotime=1",
-        "blockalign=8k",
+        "bs_unaligned=1",
         "percentage_random=50",
         "openfiles=2",
         "filesize=1m-2m",
@@ -1142,4 +1142,29 @@ fn bssplit_with_the_random_map_covers_each_block_once() {
     let (msg, _, option) =
         refuse("[j]\nrw=randrw\nsize=1m\ndirect=1\nbssplit=4k/50:64k/50,8k/100\n");
     assert_eq!(option.as_deref(), Some("bssplit"), "{msg}");
+}
+
+/// `random_distribution=zoned` with varied sizes and `blockalign` (fio's
+/// `__get_next_rand_offset_zoned` over `last_block` in units of `ba`, then
+/// `get_next_buflen`), as JESD219 runs it: half the I/Os start in the hot
+/// 5%, every offset a multiple of `ba`, and both sizes of the split occur.
+/// fio turns the random map off for `blockalign`, so no refusal without
+/// `norandommap`.
+#[test]
+fn zoned_distribution_with_varied_sizes_and_blockalign() {
+    let text = "[j]\nfilename=/dev/nullb0\nrw=randread\nsize=64m\ndirect=1\nnumber_ios=4000\n\
+                bssplit=4k/50:16k/50\nblockalign=8k\n\
+                random_distribution=zoned:50/5:50/95\n";
+    let e = queued_extents(text);
+    assert_eq!(e.len(), 4000);
+    // lastb = 64m / 8k blocks; the hot zone is its first 5%.
+    let lastb = (64u64 << 20) / 8192;
+    let hot_end = lastb * 5 / 100 * 8192 / 512;
+    let hot = e.iter().filter(|x| x.0 < hot_end).count() as f64 / 4000.0;
+    let bound = 4.0 * (0.25f64 / 4000.0).sqrt();
+    assert!((hot - 0.5).abs() < bound, "{hot} in the hot 5%");
+    assert!(e.iter().all(|x| x.0 % 16 == 0), "an offset off the 8k alignment");
+    let small = e.iter().filter(|x| x.1 == 4096).count();
+    assert!((1700..2300).contains(&small), "{small} of 4000 were 4k");
+    assert!(e.iter().all(|x| x.1 == 4096 || x.1 == 16384));
 }

@@ -113,7 +113,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "ba",
         Sim,
-        "random offsets at its multiples; needs norandommap and one block size",
+        "random offsets at its multiples (uniform or zoned, fixed or varied sizes); turns the random map off as fio does; with zipf, pareto, normal refused",
     ),
     (
         "bsrange",
@@ -151,7 +151,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "random_distribution",
         Sim,
-        "random, zoned, zoned_abs, and zipf, pareto, normal in fixed point (one block size)",
+        "random, zoned, zoned_abs (fixed or varied sizes), and zipf, pareto, normal in fixed point (one block size)",
     ),
     (
         "percentage_random",
