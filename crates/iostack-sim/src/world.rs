@@ -1879,7 +1879,19 @@ impl Simulation {
                 iostack_fs::blkdev_dio::build(size, dir == Dir::Write, sync, offset, len, plan)
             }
             Backing::Raw { size, .. } => {
-                let mut raw = RawBdev::new(size, self.raw.blkbits());
+                let mut blkbits = self.raw.blkbits();
+                let soft = 1u64 << blkbits;
+                let v24 = self.cfg.tunables.profile() == iostack_core::Profile::V2_4;
+                if !v24 && (offset % soft != 0 || len % soft != 0) {
+                    // __blockdev_direct_IO: unaligned to the soft block size,
+                    // it retries at bdev_logical_block_size (512) with a
+                    // blkfactor. blkdev_get_blocks maps every block and never
+                    // sets buffer_new, so do_direct_IO's blkfactor branch
+                    // (dio_zero_block, dio_remainder) starts next_block_for_io
+                    // at the request's own sector: the walk at 512 bytes.
+                    blkbits = 9;
+                }
+                let mut raw = RawBdev::new(size, blkbits);
                 dio::build(
                     &mut raw,
                     0,

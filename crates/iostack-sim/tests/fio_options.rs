@@ -1168,3 +1168,23 @@ fn zoned_distribution_with_varied_sizes_and_blockalign() {
     assert!((1700..2300).contains(&small), "{small} of 4000 were 4k");
     assert!(e.iter().all(|x| x.1 == 4096 || x.1 == 16384));
 }
+
+/// Direct I/O on a block device below its 4 KiB soft block size: 2.6's
+/// `__blockdev_direct_IO` retries at the 512-byte logical block size (a
+/// blkfactor), and `blkdev_get_blocks` maps every block, so each I/O is one
+/// bio of exactly its own sectors: 1536-byte sequential reads at sectors
+/// 0, 3, 6, ... and a 512-byte random read anywhere on a sector.
+#[test]
+fn sub_block_direct_io_on_a_device_uses_the_logical_block_size() {
+    let e = queued_extents(
+        "[j]\nfilename=/dev/nullb0\nrw=read\nbs=1536\nsize=15k\ndirect=1\n",
+    );
+    let want: Vec<(u64, u64)> = (0..10).map(|i| (3 * i, 1536)).collect();
+    assert_eq!(e, want);
+    let e = queued_extents(
+        "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=512\nsize=1m\ndirect=1\nnumber_ios=200\n",
+    );
+    assert_eq!(e.len(), 200);
+    assert!(e.iter().all(|x| x.1 == 512));
+    assert!(e.iter().any(|x| x.0 % 8 != 0), "no offset below 4k alignment");
+}
