@@ -1060,6 +1060,38 @@ fn loops_io_size(
         .ok_or_else(|| refuse("more bytes than a 64-bit count"))
 }
 
+/// fio's flow control (`crate::flow`). Refused where fio's spin
+/// (`flow_sleep=0`) is not modelled: with I/Os in flight at the loop's top
+/// (an async engine deeper than 1: fio reaps nothing while it spins), with
+/// a runtime (the spin's own runtime check), and with verify.
+fn flow_of(
+    j: &iostack_workload::JobSpec,
+    engine: Engine,
+    at: &JobAt,
+) -> Result<Option<crate::flow::FlowSpec>, SimError> {
+    if j.flow == 0 {
+        return Ok(None);
+    }
+    let spin = j.flow_sleep_us == 0;
+    let why = if spin && engine == Engine::Async && j.iodepth > 1 {
+        Some("flow_sleep=0 with iodepth above 1 (fio spins without reaping) is not modelled yet")
+    } else if spin && j.runtime_ns > 0 {
+        Some("flow_sleep=0 with a runtime is not modelled yet")
+    } else if j.verify.is_some() && j.do_verify {
+        Some("flow with verify is not modelled yet")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(at.refuse("flow", why));
+    }
+    Ok(Some(crate::flow::FlowSpec {
+        id: j.flow_id,
+        weight: u64::from(j.flow),
+        sleep: Duration(j.flow_sleep_us.saturating_mul(1000)),
+    }))
+}
+
 /// A direction's `bssplit` as (size, percentage) pairs.
 fn split_of(list: &[iostack_workload::BsSplit]) -> Vec<(u64, u64)> {
     list.iter().map(|e| (e.bs, u64::from(e.percent))).collect()
@@ -1795,6 +1827,7 @@ fn fio_job_procs(
             offload: j.submit_offload,
             poisson_seeds: poisson_seeds_of(j, out.procs.len() as u64 + 1),
             min_rate: min_rate_of(j, &at)?,
+            flow: flow_of(j, engine, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

@@ -13,6 +13,7 @@ mod error;
 pub mod experiment;
 mod files;
 pub mod fixed;
+pub mod flow;
 pub mod frontend;
 pub mod fsys;
 pub mod iolog_front;

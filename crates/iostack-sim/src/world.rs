@@ -241,6 +241,8 @@ pub(crate) struct Proc {
     pub(crate) terminate: bool,
     /// `check_min_rate`'s state.
     pub(crate) minrate: crate::minrate::MinRateState,
+    /// fio's `td->flow_counter` (`crate::flow`).
+    pub(crate) flow: crate::flow::FlowState,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -391,6 +393,8 @@ pub struct Simulation {
     pub(crate) bd24: Bdflush24,
     /// The file system's journal, when it runs one (ext3).
     pub(crate) jbd: Option<JournalRun>,
+    /// fio's shared flow counters (`crate::flow`).
+    pub(crate) flows: crate::flow::Flows,
 }
 
 /// Every tunable table of the stack.
@@ -614,6 +618,7 @@ impl Simulation {
             kblockd: KBlockd::default(),
             bd24: Bdflush24::default(),
             jbd,
+            flows: crate::flow::Flows::new(cfg.procs.iter().map(|p| &p.flow)),
             cfg,
         };
         sim.setup_procs()?;
@@ -1041,6 +1046,7 @@ impl Simulation {
                 files: None,
                 terminate: false,
                 minrate: Default::default(),
+                flow: Default::default(),
                 fallback_sync: false,
                 spec,
             });
@@ -1448,6 +1454,10 @@ impl Simulation {
             return;
         }
         if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
+            return;
+        }
+        // do_io's loop top: flow_threshold_exceeded.
+        if self.flow_held(pi, depth, now) {
             return;
         }
         // check_min_rate after the last I/O; a failed job issues no more.
@@ -2288,7 +2298,8 @@ impl Simulation {
             }
         }
         if !was_done {
-            self.exit_all(pi);
+            self.flow_exit(pi, now);
+            self.exit_all(pi, now);
         }
         self.start_ready_procs(now, Some(pi));
     }
@@ -2298,7 +2309,7 @@ impl Simulation {
     /// its group, the running ones or all are marked to terminate; a running
     /// one issues nothing more and ends once its I/O in flight is done
     /// (a sleeping one when it wakes), one not started never runs.
-    fn exit_all(&mut self, pi: u32) {
+    fn exit_all(&mut self, pi: u32, now: Instant) {
         use crate::workload::ExitWhat;
         let Some(what) = self.procs[pi as usize].spec.exit_what else {
             return;
@@ -2314,6 +2325,11 @@ impl Simulation {
                 ExitWhat::Stonewall => state != Blocked::NotStarted,
                 ExitWhat::All => true,
             };
+            if self.procs[q].terminate && state == Blocked::OnFlow {
+                // The spin sees td->terminate at its loop's top.
+                self.tasks.unblock(TaskId(q as u32));
+                self.schedule_task(TaskId(q as u32), now);
+            }
         }
     }
 

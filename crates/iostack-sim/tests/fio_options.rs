@@ -1188,3 +1188,49 @@ fn sub_block_direct_io_on_a_device_uses_the_logical_block_size() {
     assert!(e.iter().all(|x| x.1 == 512));
     assert!(e.iter().any(|x| x.0 % 8 != 0), "no offset below 4k alignment");
 }
+
+/// fio's flow control (flow.c `flow_threshold_exceeded`): two jobs of one
+/// flow, weights 1 and 3, spinning (`flow_sleep=0`). A job passes only while
+/// its count over the shared counter (which starts at 1) is at most its
+/// weight over the total, so when the light job issues its k-th I/O the
+/// heavy one has issued between 3(k-1)-1 and 3k+4. Without flow control the
+/// two go at the same pace. With `flow_sleep` the held job quiesces and
+/// sleeps instead, and the share holds the same way.
+#[test]
+fn flow_holds_each_job_to_its_weight() {
+    let jobs = |extra: &str| {
+        format!(
+            "[global]\nfilename=/dev/nullb0\nrw=read\nbs=4k\ndirect=1\n{extra}\n\
+             [light]\nsize=400k\nflow=1\n[heavy]\noffset=512m\nsize=16m\nflow=3\n"
+        )
+    };
+    let check = |text: &str| {
+        let e = queued_extents(text);
+        let limit = (512u64 << 20) / 512;
+        let (mut light, mut heavy) = (0u64, 0u64);
+        for (sector, _) in e {
+            if sector < limit {
+                light += 1;
+                assert!(
+                    heavy + 1 >= 3 * (light - 1) && heavy <= 3 * light + 4,
+                    "light I/O {light} after {heavy} heavy ones"
+                );
+            } else {
+                heavy += 1;
+            }
+        }
+        assert_eq!(light, 100);
+    };
+    check(&jobs(""));
+    check(&jobs("flow_sleep=100"));
+    // Without flow control the heavy job is nowhere near three times ahead.
+    let e = queued_extents(&jobs("").replace("flow=1\n", "").replace("flow=3\n", ""));
+    let limit = (512u64 << 20) / 512;
+    let at_last_light = e.iter().rposition(|x| x.0 < limit).unwrap();
+    let heavy = e[..at_last_light].iter().filter(|x| x.0 >= limit).count();
+    assert!(heavy < 200, "{heavy} heavy I/Os before the 100th light one");
+    // fio's spin with I/Os in flight is refused.
+    let (msg, _, option) =
+        refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
+    assert_eq!(option.as_deref(), Some("flow"), "{msg}");
+}

@@ -453,6 +453,12 @@ pub struct JobSpec {
     pub thinktime_spin_ns: u64,
     /// `thinktime_blocks=`.
     pub thinktime_blocks: u32,
+    /// `flow_id=`.
+    pub flow_id: u32,
+    /// `flow=` (the job's weight in its flow; 0: no flow control).
+    pub flow: u32,
+    /// `flow_sleep=` in µs.
+    pub flow_sleep_us: u64,
     /// `thinktime_blocks_type=issue` (default `complete`).
     pub thinktime_blocks_issue: bool,
     /// `rate_process=poisson` (default `linear`).
@@ -845,6 +851,9 @@ pub(crate) fn build_job(
         thinktime_ns: ns(st.int("thinktime")),
         thinktime_spin_ns: ns(st.int("thinktime_spin")),
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        flow_id: u32c(st.int("flow_id")),
+        flow: u32c(st.int("flow")),
+        flow_sleep_us: u64c(st.int("flow_sleep")),
         thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
         rate_poisson: st.choice("rate_process") == Some("poisson"),
         submit_offload: st.choice("io_submit_mode") == Some("offload"),
