@@ -1060,6 +1060,26 @@ fn loops_io_size(
         .ok_or_else(|| refuse("more bytes than a 64-bit count"))
 }
 
+/// fio's host placement (`crate::placement`): accepted where it changes
+/// nothing modelled, else refused with the reason.
+fn placement_fits(j: &iostack_workload::JobSpec, m: &Machine, at: &JobAt) -> Result<(), SimError> {
+    use crate::placement as pl;
+    let checks = [
+        ("numa_cpu_nodes", j.numa_cpu_nodes.as_deref().map(pl::numa_cpu_nodes)),
+        ("numa_mem_policy", j.numa_mem_policy.as_deref().map(pl::numa_mem_policy)),
+        (
+            "cpus_allowed",
+            j.cpus_allowed.as_deref().map(|s| pl::cpus_allowed(s, m.cpus)),
+        ),
+    ];
+    for (option, r) in checks {
+        if let Some(Err(why)) = r {
+            return Err(at.refuse(option, &why));
+        }
+    }
+    Ok(())
+}
+
 /// fio's flow control (`crate::flow`). Refused where fio's spin
 /// (`flow_sleep=0`) is not modelled: with I/Os in flight at the loop's top
 /// (an async engine deeper than 1: fio reaps nothing while it spins), with
@@ -1750,6 +1770,7 @@ fn fio_job_procs(
     let prioclass = j.prioclass.unwrap_or(2) as u8;
     let prio = j.prio.unwrap_or(4) as u8;
     let file_service = multi_file_fits(j, &at)?;
+    placement_fits(j, m, &at)?;
     for clone in 0..j.numjobs {
         // Checked in sizes_of.
         let off = offset + offset_inc * u64::from(clone);

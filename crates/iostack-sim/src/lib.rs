@@ -26,6 +26,7 @@ pub mod minrate;
 mod offload;
 mod open;
 mod pace;
+mod placement;
 mod plug;
 mod poisson;
 mod replay;

@@ -1234,3 +1234,27 @@ fn flow_holds_each_job_to_its_weight() {
         refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
     assert_eq!(option.as_deref(), Some("flow"), "{msg}");
 }
+
+/// Host placement that changes nothing modelled is accepted and the I/O is
+/// the same as without it: node 0 (the machine's one NUMA node), a memory
+/// policy on it, every CPU. Another node, a CPU the machine lacks, or a
+/// subset of its CPUs is refused at the option.
+#[test]
+fn placement_on_the_whole_machine_changes_nothing() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=4k\nsize=1m\ndirect=1\n";
+    let plain = queued_extents(base);
+    let cpus = machine::preset("null").unwrap().cpus;
+    let all = format!("cpus_allowed=0-{}\n", cpus - 1);
+    for extra in ["numa_cpu_nodes=0\n", "numa_mem_policy=bind:0\n", all.as_str()] {
+        assert_eq!(queued_extents(&format!("{base}{extra}")), plain, "{extra}");
+    }
+    for (extra, option) in [
+        ("numa_cpu_nodes=0-1", "numa_cpu_nodes"),
+        ("numa_mem_policy=interleave:0-1", "numa_mem_policy"),
+        ("cpus_allowed=0", "cpus_allowed"),
+        ("cpus_allowed=0-4095", "cpus_allowed"),
+    ] {
+        let (msg, _, got) = refuse(&format!("[j]\nrw=read\nsize=1m\n{extra}\n"));
+        assert_eq!(got.as_deref(), Some(option), "{msg}");
+    }
+}

@@ -453,6 +453,10 @@ pub struct JobSpec {
     pub thinktime_spin_ns: u64,
     /// `thinktime_blocks=`.
     pub thinktime_blocks: u32,
+    /// `numa_cpu_nodes=` as written.
+    pub numa_cpu_nodes: Option<String>,
+    /// `numa_mem_policy=` as written.
+    pub numa_mem_policy: Option<String>,
     /// `flow_id=`.
     pub flow_id: u32,
     /// `flow=` (the job's weight in its flow; 0: no flow control).
@@ -851,6 +855,8 @@ pub(crate) fn build_job(
         thinktime_ns: ns(st.int("thinktime")),
         thinktime_spin_ns: ns(st.int("thinktime_spin")),
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        numa_cpu_nodes: st.text("numa_cpunodes").map(str::to_string),
+        numa_mem_policy: st.text("numa_memnodes").map(str::to_string),
         flow_id: u32c(st.int("flow_id")),
         flow: u32c(st.int("flow")),
         flow_sleep_us: u64c(st.int("flow_sleep")),
