@@ -723,7 +723,7 @@ pub(crate) fn build_job(
             &section.file,
             section.line,
             ErrorKind::EngineNotLoadable,
-            format!("engine {} not loadable", st.ioengine()),
+            crate::options::engine_not_loadable(st.ioengine()),
         )
     })?;
     let bs = st.num("bs").map(|s| u64c(s.int()));
