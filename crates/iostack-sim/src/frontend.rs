@@ -1065,11 +1065,19 @@ fn loops_io_size(
 fn placement_fits(j: &iostack_workload::JobSpec, m: &Machine, at: &JobAt) -> Result<(), SimError> {
     use crate::placement as pl;
     let checks = [
-        ("numa_cpu_nodes", j.numa_cpu_nodes.as_deref().map(pl::numa_cpu_nodes)),
-        ("numa_mem_policy", j.numa_mem_policy.as_deref().map(pl::numa_mem_policy)),
+        (
+            "numa_cpu_nodes",
+            j.numa_cpu_nodes.as_deref().map(pl::numa_cpu_nodes),
+        ),
+        (
+            "numa_mem_policy",
+            j.numa_mem_policy.as_deref().map(pl::numa_mem_policy),
+        ),
         (
             "cpus_allowed",
-            j.cpus_allowed.as_deref().map(|s| pl::cpus_allowed(s, m.cpus)),
+            j.cpus_allowed
+                .as_deref()
+                .map(|s| pl::cpus_allowed(s, m.cpus)),
         ),
     ];
     for (option, r) in checks {

@@ -776,14 +776,14 @@ impl Simulation {
             };
             let dist = spec.dist.as_ref().map(|d| {
                 // init_random_map: blocks of the smallest size the job issues
-            // (fio's `rw_min_bs`, a varied direction's minimum).
-            let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
-            let bs_min = if varied {
-                spec.bs_range[0].0.min(spec.bs_range[1].0)
-            } else {
-                spec.bs[0].min(spec.bs[1])
-            }
-            .max(1);
+                // (fio's `rw_min_bs`, a varied direction's minimum).
+                let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
+                let bs_min = if varied {
+                    spec.bs_range[0].0.min(spec.bs_range[1].0)
+                } else {
+                    spec.bs[0].min(spec.bs[1])
+                }
+                .max(1);
                 let nranges = spec.region.div_ceil(bs_min);
                 let mut rng = Rng::stream(seed, &format!("{label}/file{}/dist", k + 1));
                 crate::dist::DistState::new(d, nranges, &mut rng)

@@ -1136,7 +1136,10 @@ fn bssplit_with_the_random_map_covers_each_block_once() {
     // Without the map, offsets repeat.
     let mut free = queued_extents(&format!("{base}norandommap\n"));
     free.sort_unstable();
-    let overlaps = free.windows(2).filter(|w| w[0].0 * 512 + w[0].1 > w[1].0 * 512).count();
+    let overlaps = free
+        .windows(2)
+        .filter(|w| w[0].0 * 512 + w[0].1 > w[1].0 * 512)
+        .count();
     assert!(overlaps > 0);
     // A different smallest size per direction stays refused.
     let (msg, _, option) =
@@ -1163,7 +1166,10 @@ fn zoned_distribution_with_varied_sizes_and_blockalign() {
     let hot = e.iter().filter(|x| x.0 < hot_end).count() as f64 / 4000.0;
     let bound = 4.0 * (0.25f64 / 4000.0).sqrt();
     assert!((hot - 0.5).abs() < bound, "{hot} in the hot 5%");
-    assert!(e.iter().all(|x| x.0 % 16 == 0), "an offset off the 8k alignment");
+    assert!(
+        e.iter().all(|x| x.0 % 16 == 0),
+        "an offset off the 8k alignment"
+    );
     let small = e.iter().filter(|x| x.1 == 4096).count();
     assert!((1700..2300).contains(&small), "{small} of 4000 were 4k");
     assert!(e.iter().all(|x| x.1 == 4096 || x.1 == 16384));
@@ -1176,9 +1182,7 @@ fn zoned_distribution_with_varied_sizes_and_blockalign() {
 /// 0, 3, 6, ... and a 512-byte random read anywhere on a sector.
 #[test]
 fn sub_block_direct_io_on_a_device_uses_the_logical_block_size() {
-    let e = queued_extents(
-        "[j]\nfilename=/dev/nullb0\nrw=read\nbs=1536\nsize=15k\ndirect=1\n",
-    );
+    let e = queued_extents("[j]\nfilename=/dev/nullb0\nrw=read\nbs=1536\nsize=15k\ndirect=1\n");
     let want: Vec<(u64, u64)> = (0..10).map(|i| (3 * i, 1536)).collect();
     assert_eq!(e, want);
     let e = queued_extents(
@@ -1186,7 +1190,10 @@ fn sub_block_direct_io_on_a_device_uses_the_logical_block_size() {
     );
     assert_eq!(e.len(), 200);
     assert!(e.iter().all(|x| x.1 == 512));
-    assert!(e.iter().any(|x| x.0 % 8 != 0), "no offset below 4k alignment");
+    assert!(
+        e.iter().any(|x| x.0 % 8 != 0),
+        "no offset below 4k alignment"
+    );
 }
 
 /// fio's flow control (flow.c `flow_threshold_exceeded`): two jobs of one
@@ -1230,8 +1237,7 @@ fn flow_holds_each_job_to_its_weight() {
     let heavy = e[..at_last_light].iter().filter(|x| x.0 >= limit).count();
     assert!(heavy < 200, "{heavy} heavy I/Os before the 100th light one");
     // fio's spin with I/Os in flight is refused.
-    let (msg, _, option) =
-        refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
+    let (msg, _, option) = refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
     assert_eq!(option.as_deref(), Some("flow"), "{msg}");
 }
 
@@ -1245,7 +1251,11 @@ fn placement_on_the_whole_machine_changes_nothing() {
     let plain = queued_extents(base);
     let cpus = machine::preset("null").unwrap().cpus;
     let all = format!("cpus_allowed=0-{}\n", cpus - 1);
-    for extra in ["numa_cpu_nodes=0\n", "numa_mem_policy=bind:0\n", all.as_str()] {
+    for extra in [
+        "numa_cpu_nodes=0\n",
+        "numa_mem_policy=bind:0\n",
+        all.as_str(),
+    ] {
         assert_eq!(queued_extents(&format!("{base}{extra}")), plain, "{extra}");
     }
     for (extra, option) in [

@@ -609,7 +609,10 @@ mod tests {
     #[test]
     fn unsimulated_engines_say_why() {
         let e = engine_not_loadable("filedelete");
-        assert!(e.starts_with("engine filedelete not loadable: file-metadata"), "{e}");
+        assert!(
+            e.starts_with("engine filedelete not loadable: file-metadata"),
+            "{e}"
+        );
         assert_eq!(engine_not_loadable("nosuch"), "engine nosuch not loadable");
         for (name, _) in UNSIMULATED_ENGINES {
             assert!(!SUPPORTED_ENGINES.contains(name), "{name}");

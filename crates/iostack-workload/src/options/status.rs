@@ -390,18 +390,18 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     (
         "cpus_allowed",
-        Sim,
+        Out,
         "every CPU of the machine: changes nothing modelled (accepted); a subset, or a CPU the machine lacks, refused",
     ),
     ("cpus_allowed_policy", No(NOT_YET), ""),
     (
         "numa_cpu_nodes",
-        Sim,
+        Out,
         "node 0 only: the machine's one node, every CPU, changes nothing modelled (accepted); another node refused as libnuma fails it",
     ),
     (
         "numa_mem_policy",
-        Sim,
+        Out,
         "node 0 only: every policy places memory on the one node, and memory placement is not modelled (accepted); another node refused",
     ),
     ("end_fsync", Sim, ""),
