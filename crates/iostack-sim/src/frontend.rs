@@ -1088,11 +1088,27 @@ fn placement_fits(j: &iostack_workload::JobSpec, m: &Machine, at: &JobAt) -> Res
     Ok(())
 }
 
+/// Whether a job of `j`'s flow runs in a later stonewall phase than `j`.
+fn flow_waits_for_later(jf: &iostack_workload::JobFile, j: &iostack_workload::JobSpec) -> bool {
+    let mut phase = 0;
+    let mut own = None;
+    for k in &jf.jobs {
+        phase += usize::from(k.stonewall);
+        if std::ptr::eq(k, j) {
+            own = Some(phase);
+        } else if k.flow > 0 && k.flow_id == j.flow_id && own.is_some_and(|p| phase > p) {
+            return true;
+        }
+    }
+    false
+}
+
 /// fio's flow control (`crate::flow`). Refused where fio's spin
 /// (`flow_sleep=0`) is not modelled: with I/Os in flight at the loop's top
 /// (an async engine deeper than 1: fio reaps nothing while it spins), with
 /// a runtime (the spin's own runtime check), and with verify.
 fn flow_of(
+    jf: &iostack_workload::JobFile,
     j: &iostack_workload::JobSpec,
     engine: Engine,
     at: &JobAt,
@@ -1101,7 +1117,13 @@ fn flow_of(
         return Ok(None);
     }
     let spin = j.flow_sleep_us == 0;
-    let why = if spin && engine == Engine::Async && j.iodepth > 1 {
+    let why = if flow_waits_for_later(jf, j) && j.runtime_ns == 0 {
+        Some(
+            "a job of the same flow_id runs after a stonewall: its weight counts from the \
+             start (flow_init_job) but its counter never moves, so fio holds this job for \
+             ever; without a runtime that is not simulated",
+        )
+    } else if spin && engine == Engine::Async && j.iodepth > 1 {
         Some("flow_sleep=0 with iodepth above 1 (fio spins without reaping) is not modelled yet")
     } else if spin && j.runtime_ns > 0 {
         Some("flow_sleep=0 with a runtime is not modelled yet")
@@ -1856,7 +1878,7 @@ fn fio_job_procs(
             offload: j.submit_offload,
             poisson_seeds: poisson_seeds_of(j, out.procs.len() as u64 + 1),
             min_rate: min_rate_of(j, &at)?,
-            flow: flow_of(j, engine, &at)?,
+            flow: flow_of(jf, j, engine, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

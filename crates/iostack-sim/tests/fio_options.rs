@@ -1239,6 +1239,12 @@ fn flow_holds_each_job_to_its_weight() {
     // fio's spin with I/Os in flight is refused.
     let (msg, _, option) = refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
     assert_eq!(option.as_deref(), Some("flow"), "{msg}");
+    // A member of the flow after a stonewall holds the first for ever.
+    let (msg, _, option) = refuse(
+        "[a]\nrw=read\nsize=1m\nflow=1\nflow_sleep=10\n[b]\nstonewall\nrw=read\nsize=1m\nflow=1\n",
+    );
+    assert_eq!(option.as_deref(), Some("flow"), "{msg}");
+    assert!(msg.contains("for ever"), "{msg}");
 }
 
 /// Host placement that changes nothing modelled is accepted and the I/O is

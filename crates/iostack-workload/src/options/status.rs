@@ -568,7 +568,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "flow",
         Sim,
-        "flow_threshold_exceeded at each do_io iteration; with flow_sleep=0, an async depth above 1, a runtime or verify refused",
+        "flow_threshold_exceeded at each do_io iteration; refused: flow_sleep=0 with an async depth above 1 or a runtime, verify, a member after a stonewall without a runtime (fio holds the job for ever)",
     ),
     (
         "flow_watermark",
