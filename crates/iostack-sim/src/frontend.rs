@@ -181,6 +181,11 @@ pub struct LogMeta {
     pub disable: [bool; 3],
     /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
     pub prio_rt: bool,
+    /// `log_prio=1`: the last column is instead the I/O's priority value,
+    /// printed `0x%04x` (fio's `flush_samples`): `td->ioprio`, which is
+    /// `ioprio_value(prioclass, prio)` (class 0 taken as BE, shifted by
+    /// `IOPRIO_CLASS_SHIFT`, 13) when either is set, else 0.
+    pub prio_value: Option<u32>,
 }
 
 /// fio's `add_job`: a statistic's window is its option when set, else the
@@ -254,6 +259,16 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
             log_max: j.log_max,
             disable: [j.disable_lat, j.disable_clat, j.disable_slat],
             prio_rt: j.prioclass == Some(1),
+            prio_value: j.log_prio.then(|| match (j.prioclass, j.prio) {
+                (None, None) => 0,
+                (c, p) => {
+                    let class = match c.unwrap_or(0) {
+                        0 => 2,
+                        c => c,
+                    };
+                    (class << 13) | p.unwrap_or(0)
+                }
+            }),
         },
     }
 }

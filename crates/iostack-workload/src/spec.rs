@@ -587,6 +587,8 @@ pub struct JobSpec {
     pub log_hist_coarseness: u32,
     /// `log_max_value`: averaged log entries carry the window's maximum.
     pub log_max: bool,
+    /// `log_prio`: the logs' last column is the I/O's priority value.
+    pub log_prio: bool,
     /// `log_avg_msec=`.
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
@@ -965,6 +967,7 @@ pub(crate) fn build_job(
         log_hist_msec: u32c(st.int("log_hist_msec")),
         log_hist_coarseness: u32c(st.int("log_hist_coarseness")),
         log_max: st.flag("log_max"),
+        log_prio: st.flag("log_prio"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
         bw_avg_time: st

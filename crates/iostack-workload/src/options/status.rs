@@ -25,6 +25,11 @@ pub const NOT_YET: &str = "not modelled yet";
 pub const NO_HW: &str = "has no meaning without real hardware";
 /// Reason: the option runs host programs or touches the host system.
 pub const HOST: &str = "acts on the host system, which a simulator does not have";
+/// Reason of the per-I/O priority options.
+pub const CMDPRIO: &str = "per-I/O priorities (aio_reqprio, io_uring's sqe ioprio: the \
+     bio's own ioprio, honoured per request by mq-deadline from 5.14) are not modelled yet: \
+     every bio carries its task's ioprio, and fio's per-priority latency statistics are not \
+     reported";
 /// Reason: depends on an option that is itself refused.
 pub const PARENT: &str = "belongs to an option that is not modelled yet";
 
@@ -445,7 +450,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("log_max_value", Out, "averaged log entries are the window's maximum"),
     ("log_offset", Out, "adds the offset column"),
-    ("log_prio", No(NOT_YET), ""),
+    (
+        "log_prio",
+        Out,
+        "the logs' last column is the I/O's priority value (0x%04x of ioprio_value), not the RT flag",
+    ),
     ("log_compression", Out, "compresses fio's in-memory log chunks; the files are the same"),
     ("log_compression_cpus", Out, "CPU placement of fio's log compression"),
     ("log_store_compressed", No(NOT_YET), ""),
@@ -592,10 +601,10 @@ pub static ENGINE_STATUS: &[(&str, Status, &str)] = &[
     ("uncached", No(NOT_YET), ""),
     ("nowait", No(NOT_YET), ""),
     ("userspace_reap", No(NOT_YET), ""),
-    ("cmdprio_percentage", No(NOT_YET), ""),
-    ("cmdprio_class", No(NOT_YET), ""),
-    ("cmdprio", No(NOT_YET), ""),
-    ("cmdprio_bssplit", No(NOT_YET), ""),
+    ("cmdprio_percentage", No(CMDPRIO), ""),
+    ("cmdprio_class", No(CMDPRIO), ""),
+    ("cmdprio", No(CMDPRIO), ""),
+    ("cmdprio_bssplit", No(CMDPRIO), ""),
     ("fixedbufs", No(NOT_YET), "changes the engine's CPU cost"),
     (
         "registerfiles",
