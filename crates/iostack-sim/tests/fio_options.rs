@@ -37,7 +37,7 @@ fn options_that_change_the_io_are_refused_at_their_line() {
         "fsync_on_close=1",
         "ramp_time=2s",
         "ioscheduler=deadline",
-        "cmdprio_percentage=20",
+        "steadystate=iops:10%",
     ];
     for opt in cases {
         let text = format!("[j]\nrw=randread\nsize=1m\n{opt}\n");
