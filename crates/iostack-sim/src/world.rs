@@ -775,8 +775,7 @@ impl Simulation {
                 Backing::Raw { .. } => 0,
             };
             let dist = spec.dist.as_ref().map(|d| {
-                // init_random_map: blocks of the smallest size the job issues
-                // (fio's `rw_min_bs`, a varied direction's minimum).
+                // init_rand_distribution: ranges of the smallest `min_bs`.
                 let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
                 let bs_min = if varied {
                     spec.bs_range[0].0.min(spec.bs_range[1].0)
