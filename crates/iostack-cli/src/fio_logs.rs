@@ -75,6 +75,8 @@ struct Log {
     max: bool,
     offset: bool,
     prio: u32,
+    /// `log_prio`: the priority column in hex (`0x%04x`).
+    prio_hex: bool,
     /// fio's `avg_window` and `avg_last` per direction.
     window: [IoStat; 3],
     last: [u64; 3],
@@ -91,6 +93,11 @@ impl Log {
         prio: u32,
     ) -> std::io::Result<()> {
         let d = ddir as usize;
+        let prio = if self.prio_hex {
+            format!("{prio:#06x}")
+        } else {
+            prio.to_string()
+        };
         if self.offset {
             writeln!(self.out, "{t}, {val}, {d}, {bs}, {offset}, {prio}")
         } else {
@@ -309,7 +316,8 @@ impl JobLogs {
             }),
             max: l.log_max,
             offset: l.offset,
-            prio: u32::from(l.prio_rt),
+            prio: l.prio_value.unwrap_or(u32::from(l.prio_rt)),
+            prio_hex: l.prio_value.is_some(),
             window: Default::default(),
             last: [0; 3],
         })

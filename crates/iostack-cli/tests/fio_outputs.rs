@@ -489,3 +489,33 @@ fn hist_logs_are_fios_and_fiologparser_hist_reads_them() {
     assert!(samples > 0.0, "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `log_prio=1`: the logs' last column is the I/O's priority value as fio's
+/// `flush_samples` prints it (`0x%04x` of `ioprio_value(class, level)`:
+/// class shifted by 13, class 0 taken as best effort; 0 when neither option
+/// is set) instead of the real-time flag.
+#[test]
+fn log_prio_prints_the_priority_value() {
+    let d = tmpdir("logprio");
+    let last = |extra: &str| -> Vec<String> {
+        let job = format!(
+            "[j]\nfilename=/mnt/test/f\nsize=64k\nbs=4k\ndirect=1\nwrite_lat_log=p\n{extra}"
+        );
+        std::fs::write(d.join("j.fio"), job).unwrap();
+        iostack(&d, &["run", "j.fio"]);
+        let text = std::fs::read_to_string(d.join("p_lat.1.log")).unwrap();
+        text.lines()
+            .map(|l| l.rsplit(", ").next().unwrap().to_string())
+            .collect()
+    };
+    let all = |v: Vec<String>, want: &str| {
+        assert_eq!(v.len(), 16);
+        assert!(v.iter().all(|x| x == want), "{v:?} not all {want}");
+    };
+    all(last("log_prio=1\nprioclass=1\nprio=3\n"), "0x2003");
+    all(last("log_prio=1\nprio=5\n"), "0x4005");
+    all(last("log_prio=1\n"), "0x0000");
+    // Without it, fio's ioprio_value_is_class_rt.
+    all(last("prioclass=1\nprio=3\n"), "1");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -23,6 +23,12 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
     let replay = |extra: &str| {
         format!("[j]\nfilename=/dev/sda\nsize=256k\ndirect=1\nioengine=libaio\n{extra}")
     };
+    // Two readers of one file, the first in flow 0 with weight 3.
+    let flow = |extra: &str| {
+        format!(
+            "[a]\n{FILE}rw=randread\ndirect=1\nflow=3\n[j]\n{FILE}rw=randread\ndirect=1\n{extra}"
+        )
+    };
     const WL: &str = "read_iolog=tests/data/replay/wl\n";
     let slow = "direct=1\nthinktime=2500000\nruntime=10\n";
     let think = "thinktime=1000\nthinktime_blocks=4\nioengine=libaio\niodepth=4\ndirect=1\n";
@@ -238,6 +244,9 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             one("rw=randread\ndirect=1\n"),
             "random_generator=lfsr",
         ),
+        ("flow", flow(""), "flow=1"),
+        ("flow_id", flow("flow=1\n"), "flow_id=1"),
+        ("flow_sleep", flow("flow=1\n"), "flow_sleep=1000"),
     ]
 }
 

@@ -181,6 +181,11 @@ pub struct LogMeta {
     pub disable: [bool; 3],
     /// `prioclass=1` (real time): fio's last column, `ioprio_value_is_class_rt`.
     pub prio_rt: bool,
+    /// `log_prio=1`: the last column is instead the I/O's priority value,
+    /// printed `0x%04x` (fio's `flush_samples`): `td->ioprio`, which is
+    /// `ioprio_value(prioclass, prio)` (class 0 taken as BE, shifted by
+    /// `IOPRIO_CLASS_SHIFT`, 13) when either is set, else 0.
+    pub prio_value: Option<u32>,
 }
 
 /// fio's `add_job`: a statistic's window is its option when set, else the
@@ -254,6 +259,16 @@ fn job_meta(j: &iostack_workload::JobSpec, iodepth: u32, engine: Engine, clone: 
             log_max: j.log_max,
             disable: [j.disable_lat, j.disable_clat, j.disable_slat],
             prio_rt: j.prioclass == Some(1),
+            prio_value: j.log_prio.then(|| match (j.prioclass, j.prio) {
+                (None, None) => 0,
+                (c, p) => {
+                    let class = match c.unwrap_or(0) {
+                        0 => 2,
+                        c => c,
+                    };
+                    (class << 13) | p.unwrap_or(0)
+                }
+            }),
         },
     }
 }
@@ -478,6 +493,13 @@ impl JobAt<'_> {
     }
 }
 
+/// Whether a random job's `blockalign` differs from its smallest size in
+/// some direction: fio's `fixup_options` then turns the random map off.
+fn aligned_apart(j: &iostack_workload::JobSpec) -> bool {
+    j.rw.kind.is_random()
+        && (j.blockalign.read != j.min_bs.read || j.blockalign.write != j.min_bs.write)
+}
+
 /// Access pattern and read share of a job's `rw=`.
 fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32), SimError> {
     use iostack_workload::RwKind;
@@ -488,7 +510,7 @@ fn pattern_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(Pattern, u32
         iostack_workload::RandomDistribution::Random
     );
     let random = Pattern::Random {
-        norandommap: j.norandommap || skewed,
+        norandommap: j.norandommap || skewed || aligned_apart(j),
     };
     let p = match j.rw.kind {
         RwKind::Read => (Pattern::Sequential, 100),
@@ -1053,14 +1075,98 @@ fn loops_io_size(
         .ok_or_else(|| refuse("more bytes than a 64-bit count"))
 }
 
+/// fio's host placement (`crate::placement`): accepted where it changes
+/// nothing modelled, else refused with the reason.
+fn placement_fits(j: &iostack_workload::JobSpec, m: &Machine, at: &JobAt) -> Result<(), SimError> {
+    use crate::placement as pl;
+    let checks = [
+        (
+            "numa_cpu_nodes",
+            j.numa_cpu_nodes.as_deref().map(pl::numa_cpu_nodes),
+        ),
+        (
+            "numa_mem_policy",
+            j.numa_mem_policy.as_deref().map(pl::numa_mem_policy),
+        ),
+        (
+            "cpus_allowed",
+            j.cpus_allowed
+                .as_deref()
+                .map(|s| pl::cpus_allowed(s, m.cpus)),
+        ),
+    ];
+    for (option, r) in checks {
+        if let Some(Err(why)) = r {
+            return Err(at.refuse(option, &why));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a job of `j`'s flow runs in a later stonewall phase than `j`.
+fn flow_waits_for_later(jf: &iostack_workload::JobFile, j: &iostack_workload::JobSpec) -> bool {
+    let mut phase = 0;
+    let mut own = None;
+    for k in &jf.jobs {
+        phase += usize::from(k.stonewall);
+        if std::ptr::eq(k, j) {
+            own = Some(phase);
+        } else if k.flow > 0 && k.flow_id == j.flow_id && own.is_some_and(|p| phase > p) {
+            return true;
+        }
+    }
+    false
+}
+
+/// fio's flow control (`crate::flow`). Refused where fio's spin
+/// (`flow_sleep=0`) is not modelled: with I/Os in flight at the loop's top
+/// (an async engine deeper than 1: fio reaps nothing while it spins), with
+/// a runtime (the spin's own runtime check), and with verify.
+fn flow_of(
+    jf: &iostack_workload::JobFile,
+    j: &iostack_workload::JobSpec,
+    engine: Engine,
+    at: &JobAt,
+) -> Result<Option<crate::flow::FlowSpec>, SimError> {
+    if j.flow == 0 {
+        return Ok(None);
+    }
+    let spin = j.flow_sleep_us == 0;
+    let why = if flow_waits_for_later(jf, j) && j.runtime_ns == 0 {
+        Some(
+            "a job of the same flow_id runs after a stonewall: its weight counts from the \
+             start (flow_init_job) but its counter never moves, so fio holds this job for \
+             ever; without a runtime that is not simulated",
+        )
+    } else if spin && engine == Engine::Async && j.iodepth > 1 {
+        Some("flow_sleep=0 with iodepth above 1 (fio spins without reaping) is not modelled yet")
+    } else if spin && j.runtime_ns > 0 {
+        Some("flow_sleep=0 with a runtime is not modelled yet")
+    } else if j.verify.is_some() && j.do_verify {
+        Some("flow with verify is not modelled yet")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(at.refuse("flow", why));
+    }
+    Ok(Some(crate::flow::FlowSpec {
+        id: j.flow_id,
+        weight: u64::from(j.flow),
+        sleep: Duration(j.flow_sleep_us.saturating_mul(1000)),
+    }))
+}
+
 /// A direction's `bssplit` as (size, percentage) pairs.
 fn split_of(list: &[iostack_workload::BsSplit]) -> Vec<(u64, u64)> {
     list.iter().map(|e| (e.bs, u64::from(e.percent))).collect()
 }
 
 /// `bsrange`/`bssplit` where they are simulated: sizes whole pages for buffered
-/// I/O, no random map (fio's `mark_random_map` trims an I/O to the free blocks,
-/// not modelled yet) and fio's default alignment.
+/// I/O and fio's default alignment. With the random map (fio's
+/// `mark_random_map`, which trims an I/O to the free blocks after its first)
+/// both directions must share their smallest size: fio keeps the map in
+/// blocks of `rw_min_bs` but marks it in each direction's `min_bs`.
 fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), SimError> {
     let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
     if !varies {
@@ -1071,8 +1177,11 @@ fn varied_sizes_fit(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
     } else {
         "bssplit"
     };
-    if j.rw.kind.is_random() && !j.norandommap {
-        let msg = format!("{option} with the random map is not modelled yet; set norandommap");
+    if j.rw.kind.is_random() && !j.norandommap && j.min_bs.read != j.min_bs.write {
+        let msg = format!(
+            "{option} with the random map and a different smallest size per direction is not \
+             modelled yet; set norandommap"
+        );
         return Err(at.err(Some(option), msg));
     }
     let page = iostack_mm::PAGE_SIZE;
@@ -1119,9 +1228,10 @@ fn partial_refusals(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<(), Sim
 
 /// fio's `random_distribution` where it is simulated (uniform, `zoned`,
 /// `zoned_abs`): the zones of each direction; zipf, pareto and normal are
-/// [`dist_of`]'s. Zones with varied block sizes are refused, as is
-/// `percentage_random` below 100 with the random map (fio marks the
-/// sequential I/Os in it) or with varied sizes.
+/// [`dist_of`]'s. Zones hold with varied block sizes (the block in units
+/// of `ba`, then `get_next_buflen`); `percentage_random` below 100 with the
+/// random map (fio marks the sequential I/Os in it) or with varied sizes is
+/// refused.
 fn zoned_of(
     j: &iostack_workload::JobSpec,
     size: u64,
@@ -1132,7 +1242,7 @@ fn zoned_of(
     let perc = j.perc_random.read.min(j.perc_random.write) < 100;
     let skewed = !matches!(j.random_distribution, D::Random);
     let lfsr = j.random_generator == iostack_workload::RandomGenerator::Lfsr;
-    let randmap = !j.norandommap && !skewed && !lfsr;
+    let randmap = !j.norandommap && !skewed && !lfsr && !aligned_apart(j);
     if perc && j.rw.kind.is_random() && (randmap || varies) {
         let msg = "with the random map or varied block sizes it is not modelled yet; set \
                    norandommap and one block size";
@@ -1143,10 +1253,6 @@ fn zoned_of(
         D::ZonedAbs(z) => (true, z),
         _ => return Ok(None),
     };
-    if varies {
-        let msg = "a zoned distribution with varied block sizes is not modelled yet";
-        return Err(at.refuse("random_distribution", msg));
-    }
     let list = |v: &Vec<iostack_workload::ZoneSplit>| -> Vec<(u32, u64)> {
         v.iter().map(|z| (z.access_percent, z.size)).collect()
     };
@@ -1204,9 +1310,11 @@ fn dist_of(
 }
 
 /// fio's `blockalign` per direction where it differs from the block size
-/// (0 where it does not): random offsets at its multiples. fio uses it only
-/// for random offsets; with the random map (kept in blocks of `bs`), a
-/// zoned or skewed distribution, or varied sizes it is refused.
+/// (0 where it does not): random offsets at its multiples, uniform or zoned
+/// (`last_block` in units of `ba`), with fixed or varied sizes. fio turns
+/// the random map off with it (`fixup_options`: "Any use of blockalign=
+/// turns off randommap", [`pattern_of`]). With zipf, pareto or normal
+/// (offsets in blocks of the size) it is refused.
 fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], SimError> {
     // Unset, fio's `ba` is `min_bs` (fixup_options), which the block size
     // choice already aligns to.
@@ -1217,14 +1325,14 @@ fn blockalign_of(j: &iostack_workload::JobSpec, at: &JobAt) -> Result<[u64; 2], 
     if ba == [None, None] || !j.rw.kind.is_random() {
         return Ok([0, 0]);
     }
-    let varies = j.min_bs.read != j.max_bs.read || j.min_bs.write != j.max_bs.write;
-    let uniform = matches!(
+    use iostack_workload::RandomDistribution as D;
+    let flat = matches!(
         j.random_distribution,
-        iostack_workload::RandomDistribution::Random
+        D::Random | D::Zoned(_) | D::ZonedAbs(_)
     );
-    if !j.norandommap || varies || !uniform || ba.iter().flatten().any(|b| *b == 0) {
-        let msg = "with the random map, varied block sizes or a non-uniform distribution \
-                   it is not modelled yet; set norandommap";
+    if !flat || ba.iter().flatten().any(|b| *b == 0) {
+        let msg = "with zipf, pareto or normal (offsets in blocks of the size) it is not \
+                   modelled yet";
         return Err(at.refuse("ba", msg));
     }
     Ok(ba.map(|b| b.unwrap_or(0)))
@@ -1707,6 +1815,7 @@ fn fio_job_procs(
     let prioclass = j.prioclass.unwrap_or(2) as u8;
     let prio = j.prio.unwrap_or(4) as u8;
     let file_service = multi_file_fits(j, &at)?;
+    placement_fits(j, m, &at)?;
     for clone in 0..j.numjobs {
         // Checked in sizes_of.
         let off = offset + offset_inc * u64::from(clone);
@@ -1784,6 +1893,7 @@ fn fio_job_procs(
             offload: j.submit_offload,
             poisson_seeds: poisson_seeds_of(j, out.procs.len() as u64 + 1),
             min_rate: min_rate_of(j, &at)?,
+            flow: flow_of(jf, j, engine, &at)?,
             ..ProcSpec::direct_reader("fio", &j.name, target, size)
         });
         out.meta.push(Some(job_meta(j, j.iodepth, engine, clone)));

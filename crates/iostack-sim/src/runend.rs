@@ -81,6 +81,7 @@ fn state(b: Blocked) -> &'static str {
         Blocked::OnRequest => "waiting for a request",
         Blocked::OnIo => "waiting for its I/O",
         Blocked::NotStarted => "not started",
+        Blocked::OnFlow => "held back by its flow (flow_sleep=0)",
         Blocked::OnPage => "waiting for a page",
         Blocked::OnCongestion => "in congestion_wait",
         Blocked::OnJournal => "waiting in the journal",

@@ -50,6 +50,9 @@ pub(crate) enum Blocked {
     OnIo,
     /// Not started yet (stonewall or startdelay).
     NotStarted,
+    /// Spinning in fio's `flow_threshold_exceeded` (`flow_sleep=0`) until
+    /// another job of its flow moves on (`crate::flow`).
+    OnFlow,
     /// Waiting for a page (read, writeback for fsync, or `lock_page` on a page
     /// another writeback caller holds).
     OnPage,

@@ -262,6 +262,8 @@ pub struct ProcSpec {
     pub poisson_seeds: Option<[u64; 2]>,
     /// fio's `rate_min`/`rate_iops_min` (`crate::minrate`; None: none).
     pub min_rate: Option<crate::minrate::MinRate>,
+    /// fio's `flow` control (`crate::flow`; None: `flow=0`).
+    pub flow: Option<crate::flow::FlowSpec>,
 }
 
 /// fio's `zonemode=strided` (`setup_strided_zone_mode`, io_u.c): `size`
@@ -524,6 +526,7 @@ impl ProcSpec {
             offload: false,
             poisson_seeds: None,
             min_rate: None,
+            flow: None,
         }
     }
 }

@@ -246,6 +246,8 @@ pub(crate) struct Proc {
     pub(crate) terminate: bool,
     /// `check_min_rate`'s state.
     pub(crate) minrate: crate::minrate::MinRateState,
+    /// fio's `td->flow_counter` (`crate::flow`).
+    pub(crate) flow: crate::flow::FlowState,
     /// The sync in progress is a direct write's fallback
     /// (`filemap_write_and_wait_range`, no `->fsync`).
     pub(crate) fallback_sync: bool,
@@ -399,6 +401,8 @@ pub struct Simulation {
     pub(crate) bd24: Bdflush24,
     /// The file system's journal, when it runs one (ext3).
     pub(crate) jbd: Option<JournalRun>,
+    /// fio's shared flow counters (`crate::flow`).
+    pub(crate) flows: crate::flow::Flows,
 }
 
 /// Every tunable table of the stack.
@@ -677,6 +681,7 @@ impl Simulation {
             kblockd: KBlockd::default(),
             bd24: Bdflush24::default(),
             jbd,
+            flows: crate::flow::Flows::new(cfg.procs.iter().map(|p| &p.flow)),
             cfg,
         };
         sim.setup_procs()?;
@@ -833,7 +838,14 @@ impl Simulation {
                 Backing::Raw { .. } => 0,
             };
             let dist = spec.dist.as_ref().map(|d| {
-                let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
+                // init_rand_distribution: ranges of the smallest `min_bs`.
+                let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
+                let bs_min = if varied {
+                    spec.bs_range[0].0.min(spec.bs_range[1].0)
+                } else {
+                    spec.bs[0].min(spec.bs[1])
+                }
+                .max(1);
                 let nranges = spec.region.div_ceil(bs_min);
                 let mut rng = Rng::stream(seed, &format!("{label}/file{}/dist", k + 1));
                 crate::dist::DistState::new(d, nranges, &mut rng)
@@ -971,7 +983,15 @@ impl Simulation {
                 spec.io_size = size.saturating_sub(spec.offset);
                 spec.region = spec.io_size;
             }
-            let bs_min = spec.bs[0].min(spec.bs[1]).max(1);
+            // init_random_map: blocks of the smallest size the job issues
+            // (fio's `rw_min_bs`, a varied direction's minimum).
+            let varied = spec.varies(Dir::Read) || spec.varies(Dir::Write);
+            let bs_min = if varied {
+                spec.bs_range[0].0.min(spec.bs_range[1].0)
+            } else {
+                spec.bs[0].min(spec.bs[1])
+            }
+            .max(1);
             let nblocks = (spec.region / bs_min).max(1);
             let pid = spec.pid.unwrap_or_else(|| {
                 next_pid += 1;
@@ -1090,6 +1110,7 @@ impl Simulation {
                 files: None,
                 terminate: false,
                 minrate: Default::default(),
+                flow: Default::default(),
                 fallback_sync: false,
                 spec,
             });
@@ -1502,6 +1523,10 @@ impl Simulation {
         if self.pace_asleep(pi, now) || self.thinktime_stall(pi, now) {
             return;
         }
+        // do_io's loop top: flow_threshold_exceeded.
+        if self.flow_held(pi, depth, now) {
+            return;
+        }
         // check_min_rate after the last I/O; a failed job issues no more.
         self.min_rate_failed(pi, now);
         let p = &self.procs[pi as usize];
@@ -1653,9 +1678,9 @@ impl Simulation {
                 d.next(&mut p.rng_dist) * bs
             }
             Pattern::Random { .. } if p.spec.zoned.is_some() => {
-                let blocks = (p.spec.region / bs).max(1);
+                let (lastb, ba) = last_block(p, dir, bs);
                 let z = p.spec.zoned.as_ref().unwrap();
-                zoned_block(z, dir, blocks, bs, &mut p.rng_zone, &mut p.rng_off) * bs
+                zoned_block(z, dir, lastb, ba, &mut p.rng_zone, &mut p.rng_off) * ba
             }
             Pattern::Random { .. } if p.lfsr.is_some() => next_lfsr_block(p) * bs,
             Pattern::Random { norandommap: true } if p.spec.ba[dir as usize] != 0 => {
@@ -1939,7 +1964,19 @@ impl Simulation {
                 iostack_fs::blkdev_dio::build(size, dir == Dir::Write, sync, offset, len, plan)
             }
             Backing::Raw { size, .. } => {
-                let mut raw = RawBdev::new(size, self.raw.blkbits());
+                let mut blkbits = self.raw.blkbits();
+                let soft = 1u64 << blkbits;
+                let v24 = self.cfg.tunables.profile() == iostack_core::Profile::V2_4;
+                if !v24 && (offset % soft != 0 || len % soft != 0) {
+                    // __blockdev_direct_IO: unaligned to the soft block size,
+                    // it retries at bdev_logical_block_size (512) with a
+                    // blkfactor. blkdev_get_blocks maps every block and never
+                    // sets buffer_new, so do_direct_IO's blkfactor branch
+                    // (dio_zero_block, dio_remainder) starts next_block_for_io
+                    // at the request's own sector: the walk at 512 bytes.
+                    blkbits = 9;
+                }
+                let mut raw = RawBdev::new(size, blkbits);
                 dio::build(
                     &mut raw,
                     0,
@@ -2339,7 +2376,8 @@ impl Simulation {
             }
         }
         if !was_done {
-            self.exit_all(pi);
+            self.flow_exit(pi, now);
+            self.exit_all(pi, now);
         }
         self.start_ready_procs(now, Some(pi));
     }
@@ -2349,7 +2387,7 @@ impl Simulation {
     /// its group, the running ones or all are marked to terminate; a running
     /// one issues nothing more and ends once its I/O in flight is done
     /// (a sleeping one when it wakes), one not started never runs.
-    fn exit_all(&mut self, pi: u32) {
+    fn exit_all(&mut self, pi: u32, now: Instant) {
         use crate::workload::ExitWhat;
         let Some(what) = self.procs[pi as usize].spec.exit_what else {
             return;
@@ -2365,6 +2403,11 @@ impl Simulation {
                 ExitWhat::Stonewall => state != Blocked::NotStarted,
                 ExitWhat::All => true,
             };
+            if self.procs[q].terminate && state == Blocked::OnFlow {
+                // The spin sees td->terminate at its loop's top.
+                self.tasks.unblock(TaskId(q as u32));
+                self.schedule_task(TaskId(q as u32), now);
+            }
         }
     }
 
@@ -2435,16 +2478,78 @@ fn next_varied_io(p: &mut Proc, dir: Dir) -> (u64, u64, u64) {
             }
             p.seq_next
         }
-        Pattern::Random { .. } => {
-            let blocks = (region / minbs).max(1);
-            p.rng_off.below(blocks) * minbs
+        Pattern::Random { norandommap } => {
+            let (lastb, ba) = last_block(p, dir, minbs);
+            if let Some(z) = p.spec.zoned.as_ref() {
+                zoned_block(z, dir, lastb, ba, &mut p.rng_zone, &mut p.rng_off) * ba
+            } else if norandommap {
+                p.rng_off.below(lastb) * ba
+            } else {
+                // __get_next_rand_offset: the drawn block if free, else
+                // axmap_next_free's (marked here, the first of the run).
+                // The map is on only where `ba` is `min_bs`.
+                let drawn = p.rng_off.below(lastb);
+                next_random_block(p, lastb, drawn) * minbs
+            }
         }
     };
-    let len = crate::workload::next_buflen(&p.spec, dir, rel, region, &mut p.rng_bs);
-    if p.spec.pattern == Pattern::Sequential {
-        p.seq_next = rel + len;
+    let mut len = crate::workload::next_buflen(&p.spec, dir, rel, region, &mut p.rng_bs);
+    match p.spec.pattern {
+        Pattern::Sequential => p.seq_next = rel + len,
+        Pattern::Random { norandommap: false } => {
+            // mark_random_map: the I/O's blocks after its first, up to the
+            // first one already done; the I/O is trimmed to those.
+            let nr = len.div_ceil(minbs);
+            let set = 1 + mark_run(p, rel / minbs + 1, nr - 1);
+            len = len.min(set * minbs);
+        }
+        Pattern::Random { norandommap: true } => {}
     }
     (minbs, rel, len)
+}
+
+/// fio's `last_block` (io_u.c) for direction `d` whose smallest size is
+/// `minbs`: the region less `minbs - ba` where the alignment is smaller, in
+/// blocks of `ba` (at least one). Returns (blocks, ba).
+fn last_block(p: &Proc, d: Dir, minbs: u64) -> (u64, u64) {
+    let ba = match p.spec.ba[d as usize] {
+        0 => minbs,
+        b => b,
+    };
+    let room = p.spec.region.saturating_sub(minbs.saturating_sub(ba));
+    ((room / ba).max(1), ba)
+}
+
+/// fio's `axmap_set_nr` (lib/axmap.c) from block `first`: sets up to `nr`
+/// free blocks in a row, stopping at the first one already set (or the
+/// map's end), and returns how many it set.
+fn mark_run(p: &mut Proc, first: u64, nr: u64) -> u64 {
+    let bits = p.randmap.len() as u64 * 64;
+    let mut set = 0;
+    while set < nr && first + set < bits.min(p.nblocks) {
+        let b = first + set;
+        let (w, bit) = ((b / 64) as usize, b % 64);
+        if p.randmap[w] & (1 << bit) != 0 {
+            break;
+        }
+        p.randmap[w] |= 1 << bit;
+        if word_full(p, w) {
+            p.randmap_full[w / 64] |= 1 << (w % 64);
+        }
+        p.randmap_left = p.randmap_left.saturating_sub(1);
+        set += 1;
+    }
+    set
+}
+
+/// Whether word `w` of the random map has no free block below the map's end.
+fn word_full(p: &Proc, w: usize) -> bool {
+    let base = w as u64 * 64;
+    let mut used = p.randmap[w];
+    if base + 64 > p.nblocks {
+        used |= !0u64 << (p.nblocks - base);
+    }
+    used == !0
 }
 
 /// fio's `__get_next_rand_offset` with the LFSR: its next block; once the

@@ -30,14 +30,14 @@ fn options_that_change_the_io_are_refused_at_their_line() {
     let cases = [
         "latency_target=500",
         "thinktime_iotime=1",
-        "blockalign=8k",
+        "bs_unaligned=1",
         "percentage_random=50",
         "openfiles=2",
         "filesize=1m-2m",
         "fsync_on_close=1",
         "ramp_time=2s",
         "ioscheduler=deadline",
-        "log_prio=1",
+        "steadystate=iops:10%",
     ];
     for opt in cases {
         let text = format!("[j]\nrw=randread\nsize=1m\n{opt}\n");
@@ -343,7 +343,7 @@ fn bsrange_follows_fios_formula() {
         "mean {mean_blocks} blocks over {ios}"
     );
     assert_eq!(bytes % 4096, 0);
-    let (msg, _, option) = refuse("[j]\nrw=randread\nsize=1m\nbsrange=4k-64k\n");
+    let (msg, _, option) = refuse("[j]\nrw=randrw\nsize=1m\nbsrange=4k-64k,8k-16k\n");
     assert_eq!(option.as_deref(), Some("bsrange"), "{msg}");
 }
 
@@ -443,14 +443,19 @@ fn time_based_wrap_drops_the_cache() {
 
 /// Sectors of the bios queued (Q) by a job on the `null` machine.
 fn queued_sectors(text: &str) -> Vec<u64> {
+    queued_extents(text).into_iter().map(|e| e.0).collect()
+}
+
+/// (sector, bytes) of the bios queued (Q) by a job on the `null` machine.
+fn queued_extents(text: &str) -> Vec<(u64, u64)> {
     use iostack_core::{Action, TraceEvent, TraceSink};
     use std::sync::{Arc, Mutex};
-    struct Qs(Arc<Mutex<Vec<u64>>>);
+    struct Qs(Arc<Mutex<Vec<(u64, u64)>>>);
     impl TraceSink for Qs {
         fn event(&mut self, ev: &TraceEvent) {
             if let TraceEvent::Block(r) = ev {
                 if r.action == Action::Queue {
-                    self.0.lock().unwrap().push(r.sector);
+                    self.0.lock().unwrap().push((r.sector, u64::from(r.bytes)));
                 }
             }
         }
@@ -1105,4 +1110,167 @@ fn tausworthe64_issues_the_offsets_fio_issues() {
     let mut all = map.clone();
     all.sort_unstable();
     assert_eq!(all, (0..256).collect::<Vec<u64>>());
+}
+
+/// `bssplit` with the random map: fio's `mark_random_map` marks every block
+/// an I/O covers and trims it at the first block already done, so one pass
+/// covers the region exactly once (no block twice, none left out), and some
+/// I/Os come out shorter than any size of the split. Without the map
+/// (`norandommap`) blocks are read twice.
+#[test]
+fn bssplit_with_the_random_map_covers_each_block_once() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nsize=1m\ndirect=1\n\
+                bssplit=4k/50:64k/50\n";
+    let mut e = queued_extents(base);
+    let sizes: Vec<u64> = e.iter().map(|x| x.1).collect();
+    e.sort_unstable();
+    let mut next = 0u64;
+    for &(sector, bytes) in &e {
+        assert_eq!(sector * 512, next, "a gap or an overlap at sector {sector}");
+        next += bytes;
+    }
+    assert_eq!(next, 1 << 20);
+    assert!(sizes.iter().all(|b| b % 4096 == 0 && *b <= 65536));
+    let trimmed = sizes.iter().filter(|b| **b != 4096 && **b != 65536).count();
+    assert!(trimmed > 0, "no I/O was trimmed at a done block: {sizes:?}");
+    // Without the map, offsets repeat.
+    let mut free = queued_extents(&format!("{base}norandommap\n"));
+    free.sort_unstable();
+    let overlaps = free
+        .windows(2)
+        .filter(|w| w[0].0 * 512 + w[0].1 > w[1].0 * 512)
+        .count();
+    assert!(overlaps > 0);
+    // A different smallest size per direction stays refused.
+    let (msg, _, option) =
+        refuse("[j]\nrw=randrw\nsize=1m\ndirect=1\nbssplit=4k/50:64k/50,8k/100\n");
+    assert_eq!(option.as_deref(), Some("bssplit"), "{msg}");
+}
+
+/// `random_distribution=zoned` with varied sizes and `blockalign` (fio's
+/// `__get_next_rand_offset_zoned` over `last_block` in units of `ba`, then
+/// `get_next_buflen`), as JESD219 runs it: half the I/Os start in the hot
+/// 5%, every offset a multiple of `ba`, and both sizes of the split occur.
+/// fio turns the random map off for `blockalign`, so no refusal without
+/// `norandommap`.
+#[test]
+fn zoned_distribution_with_varied_sizes_and_blockalign() {
+    let text = "[j]\nfilename=/dev/nullb0\nrw=randread\nsize=64m\ndirect=1\nnumber_ios=4000\n\
+                bssplit=4k/50:16k/50\nblockalign=8k\n\
+                random_distribution=zoned:50/5:50/95\n";
+    let e = queued_extents(text);
+    assert_eq!(e.len(), 4000);
+    // lastb = 64m / 8k blocks; the hot zone is its first 5%.
+    let lastb = (64u64 << 20) / 8192;
+    let hot_end = lastb * 5 / 100 * 8192 / 512;
+    let hot = e.iter().filter(|x| x.0 < hot_end).count() as f64 / 4000.0;
+    let bound = 4.0 * (0.25f64 / 4000.0).sqrt();
+    assert!((hot - 0.5).abs() < bound, "{hot} in the hot 5%");
+    assert!(
+        e.iter().all(|x| x.0 % 16 == 0),
+        "an offset off the 8k alignment"
+    );
+    let small = e.iter().filter(|x| x.1 == 4096).count();
+    assert!((1700..2300).contains(&small), "{small} of 4000 were 4k");
+    assert!(e.iter().all(|x| x.1 == 4096 || x.1 == 16384));
+}
+
+/// Direct I/O on a block device below its 4 KiB soft block size: 2.6's
+/// `__blockdev_direct_IO` retries at the 512-byte logical block size (a
+/// blkfactor), and `blkdev_get_blocks` maps every block, so each I/O is one
+/// bio of exactly its own sectors: 1536-byte sequential reads at sectors
+/// 0, 3, 6, ... and a 512-byte random read anywhere on a sector.
+#[test]
+fn sub_block_direct_io_on_a_device_uses_the_logical_block_size() {
+    let e = queued_extents("[j]\nfilename=/dev/nullb0\nrw=read\nbs=1536\nsize=15k\ndirect=1\n");
+    let want: Vec<(u64, u64)> = (0..10).map(|i| (3 * i, 1536)).collect();
+    assert_eq!(e, want);
+    let e = queued_extents(
+        "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=512\nsize=1m\ndirect=1\nnumber_ios=200\n",
+    );
+    assert_eq!(e.len(), 200);
+    assert!(e.iter().all(|x| x.1 == 512));
+    assert!(
+        e.iter().any(|x| x.0 % 8 != 0),
+        "no offset below 4k alignment"
+    );
+}
+
+/// fio's flow control (flow.c `flow_threshold_exceeded`): two jobs of one
+/// flow, weights 1 and 3, spinning (`flow_sleep=0`). A job passes only while
+/// its count over the shared counter (which starts at 1) is at most its
+/// weight over the total, so when the light job issues its k-th I/O the
+/// heavy one has issued between 3(k-1)-1 and 3k+4. Without flow control the
+/// two go at the same pace. With `flow_sleep` the held job quiesces and
+/// sleeps instead, and the share holds the same way.
+#[test]
+fn flow_holds_each_job_to_its_weight() {
+    let jobs = |extra: &str| {
+        format!(
+            "[global]\nfilename=/dev/nullb0\nrw=read\nbs=4k\ndirect=1\n{extra}\n\
+             [light]\nsize=400k\nflow=1\n[heavy]\noffset=512m\nsize=16m\nflow=3\n"
+        )
+    };
+    let check = |text: &str| {
+        let e = queued_extents(text);
+        let limit = (512u64 << 20) / 512;
+        let (mut light, mut heavy) = (0u64, 0u64);
+        for (sector, _) in e {
+            if sector < limit {
+                light += 1;
+                assert!(
+                    heavy + 1 >= 3 * (light - 1) && heavy <= 3 * light + 4,
+                    "light I/O {light} after {heavy} heavy ones"
+                );
+            } else {
+                heavy += 1;
+            }
+        }
+        assert_eq!(light, 100);
+    };
+    check(&jobs(""));
+    check(&jobs("flow_sleep=100"));
+    // Without flow control the heavy job is nowhere near three times ahead.
+    let e = queued_extents(&jobs("").replace("flow=1\n", "").replace("flow=3\n", ""));
+    let limit = (512u64 << 20) / 512;
+    let at_last_light = e.iter().rposition(|x| x.0 < limit).unwrap();
+    let heavy = e[..at_last_light].iter().filter(|x| x.0 >= limit).count();
+    assert!(heavy < 200, "{heavy} heavy I/Os before the 100th light one");
+    // fio's spin with I/Os in flight is refused.
+    let (msg, _, option) = refuse("[j]\nrw=read\nsize=1m\nioengine=libaio\niodepth=4\nflow=2\n");
+    assert_eq!(option.as_deref(), Some("flow"), "{msg}");
+    // A member of the flow after a stonewall holds the first for ever.
+    let (msg, _, option) = refuse(
+        "[a]\nrw=read\nsize=1m\nflow=1\nflow_sleep=10\n[b]\nstonewall\nrw=read\nsize=1m\nflow=1\n",
+    );
+    assert_eq!(option.as_deref(), Some("flow"), "{msg}");
+    assert!(msg.contains("for ever"), "{msg}");
+}
+
+/// Host placement that changes nothing modelled is accepted and the I/O is
+/// the same as without it: node 0 (the machine's one NUMA node), a memory
+/// policy on it, every CPU. Another node, a CPU the machine lacks, or a
+/// subset of its CPUs is refused at the option.
+#[test]
+fn placement_on_the_whole_machine_changes_nothing() {
+    let base = "[j]\nfilename=/dev/nullb0\nrw=randread\nbs=4k\nsize=1m\ndirect=1\n";
+    let plain = queued_extents(base);
+    let cpus = machine::preset("null").unwrap().cpus;
+    let all = format!("cpus_allowed=0-{}\n", cpus - 1);
+    for extra in [
+        "numa_cpu_nodes=0\n",
+        "numa_mem_policy=bind:0\n",
+        all.as_str(),
+    ] {
+        assert_eq!(queued_extents(&format!("{base}{extra}")), plain, "{extra}");
+    }
+    for (extra, option) in [
+        ("numa_cpu_nodes=0-1", "numa_cpu_nodes"),
+        ("numa_mem_policy=interleave:0-1", "numa_mem_policy"),
+        ("cpus_allowed=0", "cpus_allowed"),
+        ("cpus_allowed=0-4095", "cpus_allowed"),
+    ] {
+        let (msg, _, got) = refuse(&format!("[j]\nrw=read\nsize=1m\n{extra}\n"));
+        assert_eq!(got.as_deref(), Some(option), "{msg}");
+    }
 }

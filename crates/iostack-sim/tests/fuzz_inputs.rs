@@ -514,6 +514,29 @@ const FIO_OPTIONS: &[(&str, &[&str])] = &[
     ("rate_cycle", &["0", "100", "1000", "4294967295"]),
     ("rate_process", &["linear", "poisson", "x"]),
     ("io_submit_mode", &["inline", "offload", "x"]),
+    (
+        "bssplit",
+        &[
+            "4k/50:64k/50",
+            "512/10:4k/90",
+            "4k/50:64k/50,8k/100",
+            "1k/100",
+        ],
+    ),
+    ("blockalign", &["0", "4k", "8k", "3"]),
+    (
+        "random_distribution",
+        &["random", "zoned:50/5:50/95", "zoned_abs:50/64k:50/960k"],
+    ),
+    ("flow", &["0", "1", "8"]),
+    ("flow_id", &["0", "1"]),
+    ("flow_sleep", &["0", "100", "1000"]),
+    ("numa_cpu_nodes", &["0", "0-1", "all", "x"]),
+    (
+        "numa_mem_policy",
+        &["bind:0", "interleave:0-1", "local", "prefer"],
+    ),
+    ("cpus_allowed", &["0", "0-3", "0-4095", "3-1"]),
 ];
 
 fn random_job(rng: &mut Rng) -> String {

@@ -453,6 +453,16 @@ pub struct JobSpec {
     pub thinktime_spin_ns: u64,
     /// `thinktime_blocks=`.
     pub thinktime_blocks: u32,
+    /// `numa_cpu_nodes=` as written.
+    pub numa_cpu_nodes: Option<String>,
+    /// `numa_mem_policy=` as written.
+    pub numa_mem_policy: Option<String>,
+    /// `flow_id=`.
+    pub flow_id: u32,
+    /// `flow=` (the job's weight in its flow; 0: no flow control).
+    pub flow: u32,
+    /// `flow_sleep=` in µs.
+    pub flow_sleep_us: u64,
     /// `thinktime_blocks_type=issue` (default `complete`).
     pub thinktime_blocks_issue: bool,
     /// `rate_process=poisson` (default `linear`).
@@ -577,6 +587,8 @@ pub struct JobSpec {
     pub log_hist_coarseness: u32,
     /// `log_max_value`: averaged log entries carry the window's maximum.
     pub log_max: bool,
+    /// `log_prio`: the logs' last column is the I/O's priority value.
+    pub log_prio: bool,
     /// `log_avg_msec=`.
     pub log_avg_msec: u32,
     /// `per_job_logs` (default true).
@@ -713,7 +725,7 @@ pub(crate) fn build_job(
             &section.file,
             section.line,
             ErrorKind::EngineNotLoadable,
-            format!("engine {} not loadable", st.ioengine()),
+            crate::options::engine_not_loadable(st.ioengine()),
         )
     })?;
     let bs = st.num("bs").map(|s| u64c(s.int()));
@@ -845,6 +857,11 @@ pub(crate) fn build_job(
         thinktime_ns: ns(st.int("thinktime")),
         thinktime_spin_ns: ns(st.int("thinktime_spin")),
         thinktime_blocks: u32c(st.int("thinktime_blocks")),
+        numa_cpu_nodes: st.text("numa_cpunodes").map(str::to_string),
+        numa_mem_policy: st.text("numa_memnodes").map(str::to_string),
+        flow_id: u32c(st.int("flow_id")),
+        flow: u32c(st.int("flow")),
+        flow_sleep_us: u64c(st.int("flow_sleep")),
         thinktime_blocks_issue: st.choice("thinktime_blocks_type") == Some("issue"),
         rate_poisson: st.choice("rate_process") == Some("poisson"),
         submit_offload: st.choice("io_submit_mode") == Some("offload"),
@@ -950,6 +967,7 @@ pub(crate) fn build_job(
         log_hist_msec: u32c(st.int("log_hist_msec")),
         log_hist_coarseness: u32c(st.int("log_hist_coarseness")),
         log_max: st.flag("log_max"),
+        log_prio: st.flag("log_prio"),
         log_avg_msec: u32c(st.int("log_avg_msec")),
         per_job_logs: st.flag("per_job_logs"),
         bw_avg_time: st

@@ -333,7 +333,7 @@ impl OptState {
             return Err(format!("value exceeds max length of {}", o.maxlen));
         }
         if o.name == "ioengine" && !SUPPORTED_ENGINES.contains(&v) {
-            return Err(format!("engine {v} not loadable"));
+            return Err(crate::options::engine_not_loadable(v));
         }
         self.texts.insert(o.field, v.to_string());
         if o.name == "filename" {

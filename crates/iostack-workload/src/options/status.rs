@@ -25,6 +25,11 @@ pub const NOT_YET: &str = "not modelled yet";
 pub const NO_HW: &str = "has no meaning without real hardware";
 /// Reason: the option runs host programs or touches the host system.
 pub const HOST: &str = "acts on the host system, which a simulator does not have";
+/// Reason of the per-I/O priority options.
+pub const CMDPRIO: &str = "per-I/O priorities (aio_reqprio, io_uring's sqe ioprio: the \
+     bio's own ioprio, honoured per request by mq-deadline from 5.14) are not modelled yet: \
+     every bio carries its task's ioprio, and fio's per-priority latency statistics are not \
+     reported";
 /// Reason: depends on an option that is itself refused.
 pub const PARENT: &str = "belongs to an option that is not modelled yet";
 
@@ -113,17 +118,17 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "ba",
         Sim,
-        "random offsets at its multiples; needs norandommap and one block size",
+        "random offsets at its multiples (uniform or zoned, fixed or varied sizes); turns the random map off as fio does; with zipf, pareto, normal refused",
     ),
     (
         "bsrange",
         Sim,
-        "fio's get_next_buflen; random I/O needs norandommap",
+        "fio's get_next_buflen; with the random map, mark_random_map trims an I/O to the free blocks (one smallest size for both directions)",
     ),
     (
         "bssplit",
         Sim,
-        "fio's get_next_buflen; random I/O needs norandommap",
+        "fio's get_next_buflen; with the random map, mark_random_map trims an I/O to the free blocks (one smallest size for both directions)",
     ),
     ("bs_unaligned", No(NOT_YET), ""),
     ("bs_is_seq_rand", No(NOT_YET), ""),
@@ -151,7 +156,7 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     (
         "random_distribution",
         Sim,
-        "random, zoned, zoned_abs, and zipf, pareto, normal in fixed point (one block size)",
+        "random, zoned, zoned_abs (fixed or varied sizes), and zipf, pareto, normal in fixed point (one block size)",
     ),
     (
         "percentage_random",
@@ -390,12 +395,20 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     (
         "cpus_allowed",
-        No(NOT_YET),
-        "processes are placed on CPUs by the simulator",
+        Out,
+        "every CPU of the machine: changes nothing modelled (accepted); a subset, or a CPU the machine lacks, refused",
     ),
     ("cpus_allowed_policy", No(NOT_YET), ""),
-    ("numa_cpu_nodes", No(NO_HW), ""),
-    ("numa_mem_policy", No(NO_HW), ""),
+    (
+        "numa_cpu_nodes",
+        Out,
+        "node 0 only: the machine's one node, every CPU, changes nothing modelled (accepted); another node refused as libnuma fails it",
+    ),
+    (
+        "numa_mem_policy",
+        Out,
+        "node 0 only: every policy places memory on the one node, and memory placement is not modelled (accepted); another node refused",
+    ),
     ("end_fsync", Sim, ""),
     ("fsync_on_close", No(NOT_YET), ""),
     ("unlink", No(NOT_YET), ""),
@@ -437,7 +450,11 @@ pub static STATUS: &[(&str, Status, &str)] = &[
     ),
     ("log_max_value", Out, "averaged log entries are the window's maximum"),
     ("log_offset", Out, "adds the offset column"),
-    ("log_prio", No(NOT_YET), ""),
+    (
+        "log_prio",
+        Out,
+        "the logs' last column is the I/O's priority value (0x%04x of ioprio_value), not the RT flag",
+    ),
     ("log_compression", Out, "compresses fio's in-memory log chunks; the files are the same"),
     ("log_compression_cpus", Out, "CPU placement of fio's log compression"),
     ("log_store_compressed", No(NOT_YET), ""),
@@ -552,14 +569,26 @@ pub static STATUS: &[(&str, Status, &str)] = &[
         Out,
         "buffer memory; no effect on the requests",
     ),
-    ("flow_id", No(NOT_YET), ""),
-    ("flow", No(NOT_YET), ""),
+    (
+        "flow_id",
+        Sim,
+        "the flow whose shared counter the job's flow weight is held to (flow.c)",
+    ),
+    (
+        "flow",
+        Sim,
+        "flow_threshold_exceeded at each do_io iteration; refused: flow_sleep=0 with an async depth above 1 or a runtime, verify, a member after a stonewall without a runtime (fio holds the job for ever)",
+    ),
     (
         "flow_watermark",
         Out,
         "ignored by fio itself (soft-deprecated)",
     ),
-    ("flow_sleep", No(PARENT), ""),
+    (
+        "flow_sleep",
+        Sim,
+        "quiesce, then sleep this long; 0: spin until another job of the flow moves (no CPU time charged for the spin)",
+    ),
     ("steadystate", No(NOT_YET), ""),
     ("steadystate_duration", No(PARENT), ""),
     ("steadystate_ramp_time", No(PARENT), ""),
@@ -572,10 +601,10 @@ pub static ENGINE_STATUS: &[(&str, Status, &str)] = &[
     ("uncached", No(NOT_YET), ""),
     ("nowait", No(NOT_YET), ""),
     ("userspace_reap", No(NOT_YET), ""),
-    ("cmdprio_percentage", No(NOT_YET), ""),
-    ("cmdprio_class", No(NOT_YET), ""),
-    ("cmdprio", No(NOT_YET), ""),
-    ("cmdprio_bssplit", No(NOT_YET), ""),
+    ("cmdprio_percentage", No(CMDPRIO), ""),
+    ("cmdprio_class", No(CMDPRIO), ""),
+    ("cmdprio", No(CMDPRIO), ""),
+    ("cmdprio_bssplit", No(CMDPRIO), ""),
     ("fixedbufs", No(NOT_YET), "changes the engine's CPU cost"),
     (
         "registerfiles",
