@@ -125,6 +125,11 @@ pub trait ExtentFs: GetBlock {
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         Vec::new()
     }
+    /// XFS: the transactions committed since the last call, each as the log
+    /// items it logged (`xfs_log::XfsLog::commit`).
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        Vec::new()
+    }
 
     /// Lay out a file of `size` bytes as a sequential buffered writer followed by
     /// in-order writeback would (fio's layout phase), then close it.
@@ -149,6 +154,7 @@ pub trait ExtentFs: GetBlock {
         }
         // Laid out before the run: its metadata is on disk, not journalled.
         self.take_alloc_meta();
+        self.take_log_trans();
         self.release_file(ino);
         Ok(ino)
     }

@@ -24,6 +24,8 @@ mod rawdev;
 pub mod writepage;
 pub mod writepages;
 pub mod xfs;
+pub mod xfs_log;
+mod xfs_trans;
 
 pub use extent_fs::{ExtentFs, FileExtent};
 

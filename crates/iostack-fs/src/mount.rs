@@ -139,6 +139,11 @@ pub trait MountedFs {
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         Vec::new()
     }
+    /// XFS: the transactions committed since the last call, as the items each
+    /// logged (`ExtentFs::take_log_trans`).
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        Vec::new()
+    }
 }
 
 pub struct Ext2Fs {
@@ -382,6 +387,9 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     }
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         self.fs.take_alloc_meta()
+    }
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        self.fs.take_log_trans()
     }
 }
 
