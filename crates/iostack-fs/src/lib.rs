@@ -32,7 +32,7 @@ pub use extent_fs::{ExtentFs, FileExtent};
 pub use rawdev::RawBdev;
 mod tunables;
 
-pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES};
+pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES, XFS_LOG_TUNABLES};
 
 /// What `get_block` returns (`struct buffer_head` after mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

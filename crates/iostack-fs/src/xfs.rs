@@ -296,7 +296,11 @@ impl Xfs {
     fn log_alloc(&mut self, i: usize, p: u64) {
         let ag_start = self.ags[self.ag_of(p)].start;
         let ino = self.inodes[i].ino;
-        let extents = self.inodes[i].map.values().filter(|r| r.start.is_some()).count();
+        let extents = self.inodes[i]
+            .map
+            .values()
+            .filter(|r| r.start.is_some())
+            .count();
         let items = alloc_items(&self.geometry(), ag_start, ino, extents as u32);
         self.trans.push(items);
     }
@@ -927,7 +931,8 @@ impl ExtentFs for Xfs {
         let g = self.geometry();
         self.dir_bytes += sf_entry_bytes(&g, name.len());
         let root = (self.chunks[0] * self.inopb) as u32;
-        self.trans.push(create_items(&g, ino, root, self.dir_bytes, chunk));
+        self.trans
+            .push(create_items(&g, ino, root, self.dir_bytes, chunk));
         self.last_ino.set(None);
         self.by_ino.insert(ino, self.inodes.len());
         self.inodes.push(XInode {

@@ -446,9 +446,13 @@ impl XfsLog {
         Vec::new()
     }
 
-    /// A file laid out before the run: its size is on disk.
-    pub fn laid_out(&mut self, ino: u32, size: u64) {
-        self.inodes.entry(ino).or_default().disk_size = size;
+    /// The first time the log meets `ino`: its size on disk is `size` (a
+    /// file made before the run, or 0 for one just created).
+    pub fn meet(&mut self, ino: u32, size: u64) {
+        self.inodes.entry(ino).or_insert(InodeState {
+            disk_size: size,
+            ..Default::default()
+        });
     }
 
     /// Whether the inode is pinned (`xfs_ipincount`: a change in a context
@@ -518,9 +522,15 @@ impl XfsLog {
     /// The log's invariants: the head inside the log, contexts in order.
     pub fn check_invariants(&self) {
         assert!(self.head < self.cfg.len_bb, "XFS log head past the log");
-        assert!(self.stable < self.ctx, "a context on disk before it was written");
+        assert!(
+            self.stable < self.ctx,
+            "a context on disk before it was written"
+        );
         for (&c, &n) in &self.inflight {
-            assert!(c > self.stable && c < self.ctx && n > 0, "XFS log context {c} in flight");
+            assert!(
+                c > self.stable && c < self.ctx && n > 0,
+                "XFS log context {c} in flight"
+            );
         }
     }
 }
@@ -562,7 +572,9 @@ mod tests {
         assert_eq!(f.writes.len(), 1);
         let w = f.writes[0];
         assert_eq!((w.sector, w.sectors), (1002, 2));
-        assert!(w.flags.contains(ReqFlags::FLUSH | ReqFlags::FUA | ReqFlags::META));
+        assert!(w
+            .flags
+            .contains(ReqFlags::FLUSH | ReqFlags::FUA | ReqFlags::META));
         assert!(!f.flush && f.wait == Some(w.ctx));
         assert!(l.pinned(7));
         l.write_done(w.ctx);
@@ -626,7 +638,9 @@ mod tests {
         }
         assert!(writes.len() >= 2);
         assert!(writes.iter().all(|w| w.sector >= 1000 && w.sector < 1200));
-        let split = writes.iter().position(|w| w.sector + w.sectors as u64 == 1200);
+        let split = writes
+            .iter()
+            .position(|w| w.sector + w.sectors as u64 == 1200);
         let s = split.expect("a write ends at the log's end");
         if writes[s].sectors < 64 {
             assert!(!writes[s].flags.contains(ReqFlags::FLUSH));

@@ -391,6 +391,8 @@ pub struct Simulation {
     pub(crate) bd24: Bdflush24,
     /// The file system's journal, when it runs one (ext3).
     pub(crate) jbd: Option<JournalRun>,
+    /// XFS's log, when the file system is XFS (`crate::xfslog`).
+    pub(crate) xlog: Option<crate::xfslog::XlogRun>,
 }
 
 /// Every tunable table of the stack.
@@ -563,6 +565,7 @@ impl Simulation {
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors, cfg.seed)?;
         let jbd = crate::jbd::build(&*fs, t)?;
+        let xlog = crate::xfslog::build(&*fs, m, t)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
         tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
@@ -614,6 +617,7 @@ impl Simulation {
             kblockd: KBlockd::default(),
             bd24: Bdflush24::default(),
             jbd,
+            xlog,
             cfg,
         };
         sim.setup_procs()?;
@@ -1107,6 +1111,7 @@ impl Simulation {
             self.drain_block_out(now);
             if self.cfg.checks {
                 self.journal_check();
+                self.xlog_check();
             }
             let dirty = self.vm.nr_dirty;
             vm_stats.max_dirty = vm_stats.max_dirty.max(dirty);
@@ -1203,6 +1208,10 @@ impl Simulation {
                 }
                 EndIo::Journal => {
                     self.journal_bio_done(c.owner.task, now);
+                    continue;
+                }
+                EndIo::XfsLog { ctx } => {
+                    self.xlog_bio_done(ctx, now);
                     continue;
                 }
                 EndIo::SyncBuffer => {
@@ -2129,7 +2138,7 @@ impl Simulation {
         if self.drain_pending(task, now) {
             return;
         }
-        if self.procs[pi as usize].jflush {
+        if self.xlog_waiting(task) || self.procs[pi as usize].jflush {
             self.tasks.block(task, Blocked::OnJournal);
             return;
         }
@@ -2233,7 +2242,9 @@ impl Simulation {
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
-            p.datasync = false;
+            // fio's end_fsync is fsync(2); dd's conv=fdatasync (a data sync
+            // with no per-write or O_DSYNC syncs) is fdatasync(2).
+            p.datasync = p.spec.datasync && p.spec.fsync_every == 0 && !p.spec.osync;
             let map = p.map;
             self.start_fsync(pi, map);
             self.schedule_task(TaskId(pi), now);
