@@ -144,6 +144,10 @@ pub trait MountedFs {
     fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
         Vec::new()
     }
+    /// XFS: the creation transaction of `ino` (`ExtentFs::take_create_trans`).
+    fn take_create_trans(&mut self, _ino: u32) -> Option<Vec<crate::xfs_log::Item>> {
+        None
+    }
 }
 
 pub struct Ext2Fs {
@@ -390,6 +394,9 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     }
     fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
         self.fs.take_log_trans()
+    }
+    fn take_create_trans(&mut self, ino: u32) -> Option<Vec<crate::xfs_log::Item>> {
+        self.fs.take_create_trans(ino)
     }
 }
 

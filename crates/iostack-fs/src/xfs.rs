@@ -153,6 +153,9 @@ pub struct Xfs {
     /// Transactions committed since the last `take_log_trans`, as the items
     /// each logged (`xfs_trans.rs`).
     trans: Vec<Vec<Item>>,
+    /// Each created file's `xfs_create` transaction, committed when its
+    /// creator runs (`take_create_trans`).
+    creates: BTreeMap<u32, Vec<Item>>,
 }
 
 /// `xfs_alloc_compute_diff` with alignment 1: where in free extent
@@ -239,6 +242,7 @@ impl Xfs {
             // xfs_dir2_sf_hdr: count, i8count, a 4-byte parent.
             dir_bytes: 6,
             trans: Vec::new(),
+            creates: BTreeMap::new(),
             p: XfsParams { blocks, ..p },
         };
         for a in 0..ag_count {
@@ -931,8 +935,8 @@ impl ExtentFs for Xfs {
         let g = self.geometry();
         self.dir_bytes += sf_entry_bytes(&g, name.len());
         let root = (self.chunks[0] * self.inopb) as u32;
-        self.trans
-            .push(create_items(&g, ino, root, self.dir_bytes, chunk));
+        let items = create_items(&g, ino, root, self.dir_bytes, chunk);
+        self.creates.insert(ino, items);
         self.last_ino.set(None);
         self.by_ino.insert(ino, self.inodes.len());
         self.inodes.push(XInode {
@@ -1082,6 +1086,10 @@ impl ExtentFs for Xfs {
 
     fn take_log_trans(&mut self) -> Vec<Vec<Item>> {
         std::mem::take(&mut self.trans)
+    }
+
+    fn take_create_trans(&mut self, ino: u32) -> Option<Vec<Item>> {
+        self.creates.remove(&ino)
     }
 
     fn release_file(&mut self, ino: u32) {

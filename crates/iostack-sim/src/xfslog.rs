@@ -66,10 +66,14 @@ pub(crate) fn build(
 
 impl Simulation {
     /// Commit the transactions the file system ran since the last call
-    /// (creation, allocation); iclogs they fill are written by `task`.
-    /// Without a log they are dropped.
-    pub(crate) fn xlog_commit_trans(&mut self, task: TaskId, now: Instant) {
-        let trans = self.fs.take_log_trans();
+    /// (allocations), after `ino`'s creation when `task` creates it; iclogs
+    /// they fill are written by `task`. Without a log they are dropped.
+    pub(crate) fn xlog_commit_trans(&mut self, task: TaskId, ino: Option<u32>, now: Instant) {
+        let mut trans: Vec<_> = ino
+            .and_then(|i| self.fs.take_create_trans(i))
+            .into_iter()
+            .collect();
+        trans.extend(self.fs.take_log_trans());
         let Some(x) = self.xlog.as_mut() else {
             return;
         };
@@ -88,7 +92,7 @@ impl Simulation {
     /// tick moved past the inode's mtime (nanosecond timestamps, coarse
     /// clock).
     pub(crate) fn xlog_write(&mut self, task: TaskId, ino: u32, call_start: bool, now: Instant) {
-        self.xlog_commit_trans(task, now);
+        self.xlog_commit_trans(task, Some(ino), now);
         let Some(x) = self.xlog.as_mut() else {
             return;
         };
@@ -136,7 +140,7 @@ impl Simulation {
         datasync: bool,
         now: Instant,
     ) -> bool {
-        self.xlog_commit_trans(task, now);
+        self.xlog_commit_trans(task, Some(ino), now);
         let x = self.xlog.as_mut().expect("an XFS log");
         let f = x.log.fsync(ino, datasync);
         if let Some(ctx) = f.wait {
