@@ -889,7 +889,9 @@ impl Cfq {
         if !self.cfg.yield_ || self.v() == CfqVersion::V2632 || !self.queues[q].sync {
             return None;
         }
-        let t = self.queues[q].st.map_or_else(|| self.tree_of(q), |(t, _)| t);
+        let t = self.queues[q]
+            .st
+            .map_or_else(|| self.tree_of(q), |(t, _)| t);
         (t != 6 && t % 3 == SYNC_NOIDLE_WORKLOAD).then_some(t)
     }
 
