@@ -1860,6 +1860,9 @@ impl Simulation {
                 // 2.4: what get_block allocated is dirty, and so is the inode.
                 if dir == Dir::Write {
                     self.list_indirect24(ino, now);
+                    // XFS: xfs_iomap_write_direct's allocation (and the
+                    // file's creation) commit before the I/O is submitted.
+                    self.xlog_commit_trans(TaskId(pi), Some(ino), now);
                 }
                 // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
                 // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
