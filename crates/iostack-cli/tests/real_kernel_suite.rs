@@ -253,8 +253,8 @@ const CASES: &[Case] = &[
         fs: "xfs",
         sched: "none",
         cmd: "dd if=/dev/zero of=/mnt/test/g bs=64k count=8 conv=fsync --layout /mnt/test/f=1M",
-        want: Some((2, 13)),
-        why: "the data write agrees (one 1024-sector WS through iomap writeback); 6.18 also reads the AGI, AGF and free-space btree blocks at create (five RM reads) and forces the log at fsync (FWFSM 5-sector log write with pre-flush, FUA and the post-flush); XFS metadata and the log are not modelled",
+        want: Some((2, 26)),
+        why: "the data write agrees (one 1024-sector WS through iomap writeback), and so does the log force at fsync (a 5-sector FWFSM log write by dd with the pre-flush, the write and the post-flush: xfs_log.rs); 6.18 also reads the AGI, AGF and free-space btree blocks at create (five RM reads), which the simulator's in-memory metadata does not, its flush requests print FW where 6.18's REQ_OP_FLUSH prints FN, and the log lies elsewhere (mkfs.xfs 6.1's geometry against 2008's)",
     },
 ];
 

@@ -167,6 +167,9 @@ pub enum EndIo {
     /// or a writer's `balance_dirty` wrote: the buffer is unlocked, nobody
     /// waits for it.
     AsyncBuffer,
+    /// `xlog_iodone`: an XFS iclog write of log context `ctx`; the log force's
+    /// waiters go on when their context is on disk.
+    XfsLog { ctx: u64 },
 }
 
 /// The owner of a bio: the task that submitted it (woken when it slept in

@@ -125,6 +125,16 @@ pub trait ExtentFs: GetBlock {
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         Vec::new()
     }
+    /// XFS: the transactions committed since the last call, each as the log
+    /// items it logged (`xfs_log::XfsLog::commit`).
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        Vec::new()
+    }
+    /// XFS: the creation transaction of `ino`, once (the file's creator
+    /// commits it when it runs).
+    fn take_create_trans(&mut self, _ino: u32) -> Option<Vec<crate::xfs_log::Item>> {
+        None
+    }
 
     /// Lay out a file of `size` bytes as a sequential buffered writer followed by
     /// in-order writeback would (fio's layout phase), then close it.
@@ -149,6 +159,8 @@ pub trait ExtentFs: GetBlock {
         }
         // Laid out before the run: its metadata is on disk, not journalled.
         self.take_alloc_meta();
+        self.take_log_trans();
+        self.take_create_trans(ino);
         self.release_file(ino);
         Ok(ino)
     }

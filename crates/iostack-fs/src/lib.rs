@@ -24,13 +24,15 @@ mod rawdev;
 pub mod writepage;
 pub mod writepages;
 pub mod xfs;
+pub mod xfs_log;
+mod xfs_trans;
 
 pub use extent_fs::{ExtentFs, FileExtent};
 
 pub use rawdev::RawBdev;
 mod tunables;
 
-pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES};
+pub use tunables::{EXT4_JOURNAL_TUNABLES, TUNABLES, XFS_LOG_TUNABLES};
 
 /// What `get_block` returns (`struct buffer_head` after mapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -139,6 +139,15 @@ pub trait MountedFs {
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         Vec::new()
     }
+    /// XFS: the transactions committed since the last call, as the items each
+    /// logged (`ExtentFs::take_log_trans`).
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        Vec::new()
+    }
+    /// XFS: the creation transaction of `ino` (`ExtentFs::take_create_trans`).
+    fn take_create_trans(&mut self, _ino: u32) -> Option<Vec<crate::xfs_log::Item>> {
+        None
+    }
 }
 
 pub struct Ext2Fs {
@@ -382,6 +391,12 @@ impl<T: ExtentFs> MountedFs for DelallocFs<T> {
     }
     fn take_alloc_meta(&mut self) -> Vec<(u32, u64, Vec<u64>)> {
         self.fs.take_alloc_meta()
+    }
+    fn take_log_trans(&mut self) -> Vec<Vec<crate::xfs_log::Item>> {
+        self.fs.take_log_trans()
+    }
+    fn take_create_trans(&mut self, ino: u32) -> Option<Vec<crate::xfs_log::Item>> {
+        self.fs.take_create_trans(ino)
     }
 }
 

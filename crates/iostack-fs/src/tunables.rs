@@ -28,6 +28,15 @@ pub const EXT4_JOURNAL_TUNABLES: &[&str] = &[
     "fs/ext4/journal_async_commit",
 ];
 
+/// XFS's log tunables: they change nothing on another file system, and enter
+/// the configuration hash only on XFS.
+pub const XFS_LOG_TUNABLES: &[&str] = &[
+    "fs/xfs/log",
+    "fs/xfs/barrier",
+    "fs/xfs/logbufs",
+    "fs/xfs/logbsize",
+];
+
 /// mballoc versions (`crate::mballoc::MbVariant`).
 pub const EXT4_MBALLOC: &[&str] = &["2.6.28", "2.6.30"];
 
@@ -246,6 +255,47 @@ pub static TUNABLES: &[TunableDef] = &[
         doc: "XFS m_writeio_log: a buffered write past EOF reserves delalloc blocks \
               to the next 2^n-byte boundary (XFS_WRITEIO_LOG_LARGE = 16, 64 KiB; the \
               allocsize mount option).",
+    },
+    TunableDef {
+        name: "fs/xfs/log",
+        unit: Unit::Bool,
+        default: |_| 1,
+        min: 0,
+        max: 1,
+        doc: "Run XFS's log (xfs_log.rs): transactions of file creation, delayed \
+              allocation, timestamps and size updates into iclogs (up to 2.6.38) or the \
+              CIL (2.6.39+), and xfs_fsync's log force, written by the fsync caller into \
+              the internal log with each era's flags. 0: fsync on XFS is page \
+              writeback only.",
+    },
+    TunableDef {
+        name: "fs/xfs/barrier",
+        unit: Unit::Bool,
+        default: |_| 1,
+        min: 0,
+        max: 1,
+        doc: "XFS's barrier/nobarrier mount option (XFS_MOUNT_BARRIER, on by default): \
+              log writes are ordered (WRITE_BARRIER in 2.6.3x, FLUSH|FUA from 2.6.37) \
+              and fsync flushes the cache when its log force wrote none. 6.x has no \
+              option and always flushes.",
+    },
+    TunableDef {
+        name: "fs/xfs/logbufs",
+        unit: Unit::Count,
+        default: |_| 8,
+        min: 2,
+        max: 8,
+        doc: "XFS's logbufs mount option: in-core log buffers (XLOG_MAX_ICLOGS, 8, \
+              by default).",
+    },
+    TunableDef {
+        name: "fs/xfs/logbsize",
+        unit: Unit::Count,
+        default: |_| 32768,
+        min: 16384,
+        max: 262144,
+        doc: "XFS's logbsize mount option in bytes: the size of an in-core log \
+              buffer (XLOG_BIG_RECORD_BSIZE, 32 KiB, by default; a power of two).",
     },
     TunableDef {
         name: "fs/ext3/journal",

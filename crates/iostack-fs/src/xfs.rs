@@ -29,6 +29,8 @@
 //! alignment, extent size hints, filestreams, unwritten extents.
 
 use crate::extent_fs::{check_tiling, ExtentFs, FileExtent};
+use crate::xfs_log::Item;
+use crate::xfs_trans::{alloc_items, create_items, sf_entry_bytes, Geometry};
 use crate::{BlockMapping, FsError, GetBlock};
 use iostack_core::Tunables;
 use std::cell::Cell;
@@ -62,6 +64,9 @@ pub struct XfsParams {
     /// `m_writeio_log`: log2 of the speculative EOF preallocation unit
     /// (`XFS_WRITEIO_LOG_LARGE` = 16, the `allocsize` mount option).
     pub writeio_log: u32,
+    /// A v5 (CRC) file system, as 6.x's mkfs.xfs makes (the log items'
+    /// formats, `xfs_trans.rs`).
+    pub v5: bool,
 }
 
 impl XfsParams {
@@ -73,12 +78,14 @@ impl XfsParams {
             inode_size: 256,
             log_blocks: None,
             writeio_log: 16,
+            v5: false,
         }
     }
 
     pub fn from_tunables(block_size: u32, blocks: u64, t: &Tunables) -> XfsParams {
         XfsParams {
             writeio_log: t.get_u64("fs/xfs/writeio_log") as u32,
+            v5: t.profile() >= iostack_core::Profile::V6,
             ..XfsParams::mkfs_defaults(block_size, blocks)
         }
     }
@@ -139,6 +146,16 @@ pub struct Xfs {
     /// Inode chunks in AG 0 (first block) and the next free inode.
     chunks: Vec<u64>,
     next_in_chunk: u64,
+    /// The internal log: first block and length.
+    log: (u64, u64),
+    /// The root directory's short-form bytes (`xfs_dir2_sf_hdr` and entries).
+    dir_bytes: u64,
+    /// Transactions committed since the last `take_log_trans`, as the items
+    /// each logged (`xfs_trans.rs`).
+    trans: Vec<Vec<Item>>,
+    /// Each created file's `xfs_create` transaction, committed when its
+    /// creator runs (`take_create_trans`).
+    creates: BTreeMap<u32, Vec<Item>>,
 }
 
 /// `xfs_alloc_compute_diff` with alignment 1: where in free extent
@@ -221,6 +238,11 @@ impl Xfs {
             chunk_blocks,
             chunks: Vec::new(),
             next_in_chunk: 3, // root, realtime bitmap and summary inodes
+            log: (0, 0),
+            // xfs_dir2_sf_hdr: count, i8count, a 4-byte parent.
+            dir_bytes: 6,
+            trans: Vec::new(),
+            creates: BTreeMap::new(),
             p: XfsParams { blocks, ..p },
         };
         for a in 0..ag_count {
@@ -257,12 +279,34 @@ impl Xfs {
                 .ok_or(FsError::NoSpace)?;
             fs.take(at, log);
             fs.meta.push((at, log, "log"));
+            fs.log = (at, log);
         }
         Ok(fs)
     }
 
     pub fn params(&self) -> &XfsParams {
         &self.p
+    }
+
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            spb: (self.p.block_size / 512) as u64,
+            inode_size: self.p.inode_size,
+            v5: self.p.v5,
+        }
+    }
+
+    /// The allocation transaction of the extent at `p` for inode slot `i`.
+    fn log_alloc(&mut self, i: usize, p: u64) {
+        let ag_start = self.ags[self.ag_of(p)].start;
+        let ino = self.inodes[i].ino;
+        let extents = self.inodes[i]
+            .map
+            .values()
+            .filter(|r| r.start.is_some())
+            .count();
+        let items = alloc_items(&self.geometry(), ag_start, ino, extents as u32);
+        self.trans.push(items);
     }
 
     pub fn ag_count(&self) -> u64 {
@@ -691,6 +735,7 @@ impl Xfs {
                 },
             );
             self.delalloc -= len;
+            self.log_alloc(i, p);
             if (o..o + len).contains(&lblk) {
                 return Ok(());
             }
@@ -729,6 +774,7 @@ impl Xfs {
                 start: Some(p),
             },
         );
+        self.log_alloc(i, p);
         Ok(())
     }
 
@@ -883,7 +929,14 @@ impl ExtentFs for Xfs {
         if let Some(ino) = crate::extent_fs::existing_file(&self.names, name)? {
             return Ok(ino);
         }
+        let chunks = self.chunks.len();
         let ino = self.new_ino()?;
+        let chunk = (self.chunks.len() > chunks).then(|| (self.chunks[chunks], self.chunk_blocks));
+        let g = self.geometry();
+        self.dir_bytes += sf_entry_bytes(&g, name.len());
+        let root = (self.chunks[0] * self.inopb) as u32;
+        let items = create_items(&g, ino, root, self.dir_bytes, chunk);
+        self.creates.insert(ino, items);
         self.last_ino.set(None);
         self.by_ino.insert(ino, self.inodes.len());
         self.inodes.push(XInode {
@@ -1027,6 +1080,18 @@ impl ExtentFs for Xfs {
     }
 
     /// `xfs_release` → `xfs_free_eofblocks`: drop delalloc and real blocks past EOF.
+    fn journal_area(&self) -> Option<(u64, u64)> {
+        (self.log.1 > 0).then_some(self.log)
+    }
+
+    fn take_log_trans(&mut self) -> Vec<Vec<Item>> {
+        std::mem::take(&mut self.trans)
+    }
+
+    fn take_create_trans(&mut self, ino: u32) -> Option<Vec<Item>> {
+        self.creates.remove(&ino)
+    }
+
     fn release_file(&mut self, ino: u32) {
         let Ok(i) = self.idx(ino) else {
             return;

@@ -148,7 +148,9 @@ pub static TUNABLES: &[TunableDef] = &[
         default: |_| 0,
         min: 0,
         max: 1,
-        doc: "Jeff Moyer's blk_yield series (v4, April 2010; never merged): \
+        doc: "Jeff Moyer's blk_yield series (v4, April 2010; never merged): the \
+              sync-noidle tree's average think time (PATCH 1/4: its last queue is not \
+              idled on when the tree's think time exceeds slice_idle), \
               elevator_yield_fn in CFQ (cfq_yield marks the caller's active sync queue \
               to yield to a task; cfq_select_queue expires it once it has nothing \
               queued and serves that task's queue), called from jbd's and jbd2's \
@@ -348,6 +350,24 @@ struct Cic {
     seek: SeekStat,
 }
 
+/// A service tree's think time (the blk_yield series' PATCH 1/4, "cfq-iosched:
+/// Keep track of average think time for the sync-noidle workload", v4, April
+/// 2010). The patch text was not found; what it does is assumed from its
+/// title and from the per-service-tree think time merged later (Linux 3.3,
+/// `cfq_rb_root.ttime`): `__cfq_update_io_thinktime` over the tree's sync
+/// requests (the time from the tree's last sync completion to a request's
+/// arrival, capped at `2 * slice_idle`, the same 7/8 decay as a process's),
+/// and `cfq_should_idle` keeps the last-queue-in-its-tree idle only while
+/// `cfq_io_thinktime_big` is false. Kept for the sync-noidle tree only, as the
+/// title says.
+#[derive(Clone, Copy, Debug, Default)]
+struct TreeTtime {
+    last_end_request: i64,
+    samples: u64,
+    total: u64,
+    mean: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct CfqRq {
     q: usize,
@@ -371,6 +391,8 @@ pub struct Cfq {
     /// 2.6.32: one tree (index 0). 2.6.33+: [BE|RT] x [ASYNC|SYNC_NOIDLE|SYNC] at
     /// `prio*3 + type`, and the idle tree at 6.
     trees: [BTreeSet<StKey>; 7],
+    /// Each tree's think time (`TreeTtime`), kept with `iosched/cfq/yield`.
+    tree_ttime: [TreeTtime; 7],
     st_seq: u64,
     fifo_seq: u64,
     active: Option<usize>,
@@ -407,6 +429,7 @@ impl Cfq {
             async_q: BTreeMap::new(),
             per_rq: Vec::new(),
             trees: Default::default(),
+            tree_ttime: Default::default(),
             st_seq: 0,
             fifo_seq: 0,
             active: None,
@@ -851,11 +874,46 @@ impl Cfq {
             return true;
         }
         let count = self.queues[q].st.map_or(0, |(t, _)| self.trees[t].len());
-        if self.v() == CfqVersion::V2637 {
+        let last = if self.v() == CfqVersion::V2637 {
             count == 1 && self.queues[q].sync
         } else {
             count == 1
+        };
+        // PATCH 1/4: not when the sync-noidle workload's think time is big.
+        last && !self.tree_thinktime_big(q)
+    }
+
+    /// The sync-noidle tree `q` is on, when its think time is kept (the
+    /// blk_yield series, 2.6.33+ trees).
+    fn noidle_tree(&self, q: usize) -> Option<usize> {
+        if !self.cfg.yield_ || self.v() == CfqVersion::V2632 || !self.queues[q].sync {
+            return None;
         }
+        let t = self.queues[q]
+            .st
+            .map_or_else(|| self.tree_of(q), |(t, _)| t);
+        (t != 6 && t % 3 == SYNC_NOIDLE_WORKLOAD).then_some(t)
+    }
+
+    /// `cfq_io_thinktime_big(cfqd, &st->ttime, false)` (3.3's form).
+    fn tree_thinktime_big(&self, q: usize) -> bool {
+        self.noidle_tree(q).is_some_and(|t| {
+            let tt = &self.tree_ttime[t];
+            sample_valid(tt.samples) && tt.mean as i64 > self.cfg.slice_idle
+        })
+    }
+
+    /// `__cfq_update_io_thinktime(&cfqq->service_tree->ttime, slice_idle)`.
+    fn update_tree_thinktime(&mut self, q: usize, j: i64) {
+        let Some(t) = self.noidle_tree(q) else {
+            return;
+        };
+        let slice_idle = self.cfg.slice_idle;
+        let tt = &mut self.tree_ttime[t];
+        let ttime = (j - tt.last_end_request).clamp(0, 2 * slice_idle) as u64;
+        tt.samples = (7 * tt.samples + 256) / 8;
+        tt.total = (7 * tt.total + 256 * ttime) / 8;
+        tt.mean = (tt.total + 128) / tt.samples;
     }
 
     /// `cfq_select_queue`.
@@ -1589,6 +1647,7 @@ impl Elevator for Cfq {
             self.queues[q].meta_pending += 1;
         }
         self.update_io_thinktime(pid, j);
+        self.update_tree_thinktime(q, j);
         self.update_io_seektime(q, pid, sector, sectors);
         self.update_idle_window(ctx, rqs, q, pid);
         let end = sector + sectors as u64;
@@ -1727,6 +1786,9 @@ impl Elevator for Cfq {
         if sync {
             if let Some(cic) = self.cics.get_mut(&r.pid) {
                 cic.last_end_request = j;
+            }
+            if let Some(t) = self.noidle_tree(q) {
+                self.tree_ttime[t].last_end_request = j;
             }
             self.last_end_sync_rq = j;
             // 2.6.33+: last_delayed_sync moves only for a request that waited

@@ -260,3 +260,35 @@ fn version_defaults_follow_the_profile_and_tunables_convert_to_jiffies() {
     assert_eq!(c.slice_idle, 1); // msecs_to_jiffies(3) at HZ=250
     assert!(iostack_iosched::SCHEDULERS.iter().any(|s| s.name == "cfq"));
 }
+
+/// The blk_yield series' PATCH 1/4 (the sync-noidle workload's think time):
+/// a lone process thinking 20 ms between requests (above slice_idle) loses its
+/// idle window and is the only queue of the SYNC_NOIDLE tree. Vanilla 2.6.34
+/// still idles on it at every completion (`cfq_should_idle`: the last queue
+/// in its tree); with the series the tree's own think time, once sampled
+/// (three requests on that tree), is big, and the idling stops.
+#[test]
+fn noidle_tree_think_time_stops_idling_on_its_last_queue_with_the_yield_series() {
+    let arms = |sets: &[&str]| {
+        let mut p = Proc::reader(100, 1_000_000);
+        p.count = 20;
+        p.think_ns = 20 * MS;
+        let mut s = sim(Profile::V2_6_33, sets, 1, true, vec![p]);
+        s.run();
+        let m = s.msgs();
+        assert!(m.iter().any(|x| x.ends_with("idle=0")), "{m:?}");
+        m.iter().filter(|x| x.contains("arm_idle")).count()
+    };
+    let vanilla = arms(&[]);
+    let patched = arms(&["iosched/cfq/yield=1"]);
+    assert!(
+        vanilla >= 18,
+        "vanilla idles at every completion: {vanilla}"
+    );
+    // The first completions idle by the queue's own window, and the tree's
+    // samples start once the queue is filed on the SYNC_NOIDLE tree.
+    assert!(
+        patched <= 6,
+        "idled {patched} times with a big tree think time"
+    );
+}

@@ -462,6 +462,9 @@ impl Simulation {
         }
         if b.map == 0 {
             self.journal_metadata_written(b.first, b.pages);
+        } else if self.xlog.is_some() {
+            let ino = self.vm.map_ino[b.map as usize];
+            self.xlog_end_io(ino, (b.first + b.pages) * iostack_mm::PAGE_SIZE);
         }
         let m = &mut self.vm.maps[b.map as usize];
         let cleared = m.writeback.clear_range(b.first, b.pages);
@@ -539,6 +542,7 @@ impl Simulation {
         // (after the indirect blocks prepare_write allocated).
         self.commit_write24(op.map, ino, &clean, now);
         let end_bytes = (op.pos + n) * iostack_mm::PAGE_SIZE;
+        self.xlog_meet(ino);
         let grew = self.extend_i_size(ino, end_bytes);
         let create = {
             let p = &mut self.procs[pi as usize];
@@ -556,6 +560,7 @@ impl Simulation {
             call_start: op.pos * iostack_mm::PAGE_SIZE == op.offset,
         };
         let jop = self.journal_write_op(&call, now);
+        self.xlog_write(TaskId(pi), ino, call.call_start, now);
         if added > 0 {
             self.vm.note_cached(op.map, op.pos, n);
         }

@@ -376,6 +376,8 @@ pub fn dd_procs(args: &str, m: &Machine) -> Result<Vec<ProcSpec>, SimError> {
             // dd truncates and rewrites its output unless conv=notrunc.
             fresh: !dd.conv.notrunc && !output.starts_with("/dev/"),
             end_fsync: dd.conv.fsync || dd.conv.fdatasync,
+            // conv=fdatasync: dd's final sync is fdatasync(2).
+            datasync: dd.conv.fdatasync && !dd.conv.fsync,
             ..ProcSpec::direct_reader("dd", "dd", target(&output, end)?, end)
         }]);
     }

@@ -386,6 +386,9 @@ impl Simulation {
         datasync: bool,
         now: Instant,
     ) -> bool {
+        if self.xlog.is_some() {
+            return self.xfs_fsync(task, ino, datasync, now);
+        }
         let profile = self.cfg.tunables.profile();
         let Some(j) = self.jbd.as_mut() else {
             return true;
@@ -431,7 +434,8 @@ impl Simulation {
         if !std::mem::take(&mut self.procs[pi].jbarrier) {
             return false;
         }
-        self.journal_bio(task, 0, 0, ReqFlags::WRITE_FLUSH, now);
+        // journal_bio's path for a process (no kjournald count).
+        self.queue_fs_bio(task, (0, 0), ReqFlags::WRITE_FLUSH, EndIo::Journal, now);
         self.procs[pi].jflush = true;
         self.tasks.block(task, Blocked::OnJournal);
         if !self.drain_pending(task, now) {
@@ -669,10 +673,10 @@ impl Simulation {
 
     /// A journal bio completed: kjournald's count, or a task's fsync flush.
     pub(crate) fn journal_bio_done(&mut self, task: TaskId, now: Instant) {
-        if self.jbd.is_none() {
+        if self.jbd.is_none() && self.xlog.is_none() {
             return;
         }
-        if task != self.kjournald() {
+        if self.jbd.is_none() || task != self.kjournald() {
             let pi = self.proc_of(task) as usize;
             self.procs[pi].jflush = false;
             self.wake_task(task, now);

@@ -8,8 +8,11 @@
 //! no directory blocks), and fsync commits the inode's transaction through
 //! kjournald (`ext3_sync_file`); ext4 with `fs/ext4/journal=1` the same
 //! through jbd2, a file's create handle also carrying what the `mkdir`s of
-//! its directories dirtied. On ext2 and XFS (whose log is not run yet) fsync
-//! is the page writeback of the file and the wait for it. The reports say so.
+//! its directories dirtied. On XFS (`fs/xfs/log=1`) creation, allocation,
+//! timestamps and size updates are logged and fsync forces the log
+//! (`xfs_fsync`), but the log's tail is not: no metadata is written in place.
+//! On ext2 fsync is the page writeback of the file and the wait for it. The
+//! reports say so.
 
 use crate::frontend::target_of;
 use crate::machine::Machine;
@@ -19,8 +22,11 @@ use iostack_workload::{FsMarkError, FsMarkSpec, IozoneError, IozoneSpec};
 
 /// What the reports print beside the numbers about what was not simulated.
 pub const NOT_MODELLED_FSYNC: &str = "fsync on ext3 commits its journal (kjournald, barrier= \
-     as mounted), on ext4 with fs/ext4/journal=1 through jbd2; otherwise, and on ext2 and XFS, \
-     it is page writeback and the wait for it (XFS's log is not run yet); ext4 places \
+     as mounted), on ext4 with fs/ext4/journal=1 through jbd2; on XFS it forces the log \
+     (xfs_fsync: the iclog writes of creation, allocation, timestamps and size updates, \
+     with the cache flush each kernel issues) but XFS's metadata is never written in \
+     place (no AIL, xfsaild or log tail); otherwise, and on ext2, it is page writeback \
+     and the wait for it; ext4 places \
      directories as 2.6.3x's find_group_orlov does and journals mkdir's blocks, but a \
      directory never grows past its first block; on ext2, ext3 and XFS the namespace is flat";
 

@@ -403,6 +403,8 @@ pub struct Simulation {
     pub(crate) jbd: Option<JournalRun>,
     /// fio's shared flow counters (`crate::flow`).
     pub(crate) flows: crate::flow::Flows,
+    /// XFS's log, when the file system is XFS (`crate::xfslog`).
+    pub(crate) xlog: Option<crate::xfslog::XlogRun>,
 }
 
 /// Every tunable table of the stack.
@@ -629,6 +631,7 @@ impl Simulation {
         queue.set_checks(cfg.checks);
         let fs = crate::fsys::build(m, t, fs_sectors, cfg.seed)?;
         let jbd = crate::jbd::build(&*fs, t)?;
+        let xlog = crate::xfslog::build(&*fs, m, t)?;
         let mut tracer = Tracer::new();
         tracer.process(0, "<idle>");
         tracer.process(KBLOCKD_PID, &format!("kblockd/{}", m.irq_cpu));
@@ -682,6 +685,7 @@ impl Simulation {
             bd24: Bdflush24::default(),
             jbd,
             flows: crate::flow::Flows::new(cfg.procs.iter().map(|p| &p.flow)),
+            xlog,
             cfg,
         };
         sim.setup_procs()?;
@@ -1193,6 +1197,7 @@ impl Simulation {
             self.drain_block_out(now);
             if self.cfg.checks {
                 self.journal_check();
+                self.xlog_check();
             }
             let dirty = self.vm.nr_dirty;
             vm_stats.max_dirty = vm_stats.max_dirty.max(dirty);
@@ -1289,6 +1294,10 @@ impl Simulation {
                 }
                 EndIo::Journal => {
                     self.journal_bio_done(c.owner.task, now);
+                    continue;
+                }
+                EndIo::XfsLog { ctx } => {
+                    self.xlog_bio_done(ctx, now);
                     continue;
                 }
                 EndIo::SyncBuffer => {
@@ -1952,6 +1961,9 @@ impl Simulation {
                 // 2.4: what get_block allocated is dirty, and so is the inode.
                 if dir == Dir::Write {
                     self.list_indirect24(ino, now);
+                    // XFS: xfs_iomap_write_direct's allocation (and the
+                    // file's creation) commit before the I/O is submitted.
+                    self.xlog_commit_trans(TaskId(pi), Some(ino), now);
                 }
                 // 6.x ext4 and XFS direct I/O is iomap's: iomap_dio_bio_iter
                 // starts every bio's opf at REQ_SYNC | REQ_IDLE, reads too.
@@ -2242,7 +2254,7 @@ impl Simulation {
         if self.drain_pending(task, now) {
             return;
         }
-        if self.procs[pi as usize].jflush {
+        if self.xlog_waiting(task) || self.procs[pi as usize].jflush {
             self.tasks.block(task, Blocked::OnJournal);
             return;
         }
@@ -2346,7 +2358,9 @@ impl Simulation {
         if !p.spec.direct && p.spec.end_fsync && !p.end_fsync_done && p.result.error.is_none() {
             // fio end_fsync / dd conv=fsync: write the file back and wait.
             p.end_fsync_done = true;
-            p.datasync = false;
+            // fio's end_fsync is fsync(2); dd's conv=fdatasync (a data sync
+            // with no per-write or O_DSYNC syncs) is fdatasync(2).
+            p.datasync = p.spec.datasync && p.spec.fsync_every == 0 && !p.spec.osync;
             // On 2.4, ext2_fsync_inode writes the data too (fsync24_meta).
             if !self.fsync24_applies(pi) {
                 let map = self.procs[pi as usize].map;

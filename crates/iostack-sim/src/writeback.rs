@@ -302,6 +302,7 @@ impl Simulation {
         *self.job_of(task) = job;
         self.wb_actions(task, sync_all, now);
         self.journal_writeback_alloc(task);
+        self.xlog_commit_trans(task, None, now);
         (step, open, stopped)
     }
 
