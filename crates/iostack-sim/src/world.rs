@@ -403,6 +403,10 @@ pub struct Simulation {
     pub(crate) jbd: Option<JournalRun>,
     /// fio's shared flow counters (`crate::flow`).
     pub(crate) flows: crate::flow::Flows,
+    /// Set-up only: the files write-only jobs created afresh, with the
+    /// stonewall phase of the job (`setup_procs`, `file_backing`).
+    fresh_files: Vec<(String, usize)>,
+    setup_phase: usize,
     /// XFS's log, when the file system is XFS (`crate::xfslog`).
     pub(crate) xlog: Option<crate::xfslog::XlogRun>,
 }
@@ -685,6 +689,8 @@ impl Simulation {
             bd24: Bdflush24::default(),
             jbd,
             flows: crate::flow::Flows::new(cfg.procs.iter().map(|p| &p.flow)),
+            fresh_files: Vec::new(),
+            setup_phase: 0,
             xlog,
             cfg,
         };
@@ -752,6 +758,37 @@ impl Simulation {
     /// Files are laid out before the run, in process order (fio's layout phase).
     /// The file `path` of process `spec`: found, created empty (a fresh
     /// file) or laid out; with the bytes laid out when it was made.
+    /// A job that reads a file which a write-only job of its stonewall phase
+    /// created afresh, shorter than the reader's region: fio's
+    /// `setup_files` (create_serialize) would lay the file out for the
+    /// reader before either runs (`extend_file`: unlink, create, write it
+    /// whole) and the writer would then write into the laid-out file; one
+    /// job's layout under another's new file is not modelled, so it is
+    /// refused rather than read past its end.
+    fn check_not_laid_out_under_writer(
+        &mut self,
+        spec: &ProcSpec,
+        path: &str,
+        name: &str,
+        ino: u32,
+        need: u64,
+    ) -> Result<(), SimError> {
+        let made_here = self
+            .fresh_files
+            .iter()
+            .any(|(n, phase)| n == name && *phase == self.setup_phase);
+        if spec.read_pct == 0 || !made_here || self.fs.get_block().i_size(ino) >= need {
+            return Ok(());
+        }
+        Err(SimError(format!(
+            "{}: {path}: this job reads the file a write-only job running beside it \
+             creates afresh; fio would lay it out for this job first (extend_file) and \
+             the writer would write into it, which is not modelled (give the reader \
+             its own file, or put it after a stonewall)",
+            spec.comm
+        )))
+    }
+
     fn file_backing(
         &mut self,
         spec: &ProcSpec,
@@ -766,7 +803,10 @@ impl Simulation {
             .to_string();
         let need = spec.offset.saturating_add(spec.region);
         let ino = match self.fs.lookup(&name) {
-            Some(ino) if !spec.fresh => ino,
+            Some(ino) if !spec.fresh => {
+                self.check_not_laid_out_under_writer(spec, path, &name, ino, need)?;
+                ino
+            }
             // fio's setup_files (all jobs', in order, before any runs:
             // create_serialize): a file an earlier job made long enough
             // needs no extend_file, so a write job does not unlink it.
@@ -785,6 +825,7 @@ impl Simulation {
                     .fs
                     .create(&name)
                     .map_err(|e| SimError(format!("creating {path}: {e}")))?;
+                self.fresh_files.push((name, self.setup_phase));
                 return Ok((Backing::File(ino), Some(size)));
             }
             None if size == 0 && spec.io_size > 0 => {
@@ -915,6 +956,7 @@ impl Simulation {
         let m = self.cfg.machine.clone();
         let mut next_pid = 1000u32;
         for (i, spec) in specs.into_iter().enumerate() {
+            self.setup_phase += usize::from(spec.stonewall);
             let mut laid_out = None;
             let mut reused = false;
             let backing = match &spec.target {

@@ -1274,3 +1274,42 @@ fn placement_on_the_whole_machine_changes_nothing() {
         assert_eq!(got.as_deref(), Some(option), "{msg}");
     }
 }
+
+/// A reader beside a write-only job that creates their shared file afresh:
+/// fio would lay the file out for the reader first (`extend_file`), which is
+/// not modelled, so the set-up refuses it instead of reading past the end of
+/// the writer's empty file. After a stonewall the reader finds the file the
+/// writer wrote and reads all of it.
+#[test]
+fn a_reader_beside_a_writer_creating_its_file_is_refused() {
+    use iostack_sim::{tunable_tables, SimConfig, Simulation};
+    let setup = |text: &str| {
+        let m = machine();
+        let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
+        let tunables = iostack_core::Tunables::new(
+            iostack_core::Profile::parse("2.6.32").unwrap(),
+            &tunable_tables(),
+        );
+        Simulation::new(SimConfig {
+            scheduler: m.scheduler.clone(),
+            machine: m,
+            tunables,
+            seed: iostack_des::Seed(1),
+            procs,
+            checks: true,
+            until: None,
+        })
+    };
+    let pair = "[global]\nfilename=/mnt/test/shared\nsize=4m\nbs=64k\ndirect=1\n\
+                [w]\nrw=write\n[r]\nrw=randread\n";
+    let err = setup(pair).err().expect("refused").to_string();
+    assert!(err.contains("creates afresh"), "{err}");
+    let walled = pair.replace("[r]\n", "[r]\nstonewall\n");
+    let r = setup(&walled).unwrap().run().0;
+    let reader = r.procs.last().unwrap();
+    assert_eq!(
+        reader.dirs[0].bytes,
+        4 << 20,
+        "the reader reads the whole file"
+    );
+}
