@@ -7,6 +7,7 @@
 
 pub mod fc_lun;
 mod fixed;
+pub mod ftl;
 pub mod hdd;
 pub mod presets;
 pub mod raid0;

@@ -4,8 +4,14 @@
 //! moved over one host link at its rate (PCIe for NVMe, the SATA link for AHCI).
 //! A read's page costs the NAND read time `tR`; a write's page costs the time
 //! to take it into the controller's write buffer, which hides the program time
-//! (no garbage collection or steady-state write cliff is modelled: the presets
-//! are fresh drives).
+//! while the drive is fresh. With a flash translation layer (`ftl`, see
+//! `ftl.rs`) writes are mapped onto over-provisioned flash; once sustained
+//! writes have used up the erased superblocks, greedy garbage collection runs
+//! in the foreground of the write that needs a new one: its relocation reads
+//! and programs and the victim's erase occupy the dies first, and from then on
+//! (the steady state: the buffer can only take a page as fast as pages are
+//! programmed) each written page costs its program time `tPROG` in its share
+//! of 4 KiB units instead of the buffer time.
 //!
 //! Latency of a command = controller + wait for and service on its dies (the
 //! latest of its pages) + transfer on the link after the data is ready (reads)
@@ -13,6 +19,7 @@
 //! flush costs `flush_ns` once the writes before it are done; with power-loss
 //! protection the drive reports no volatile cache and never gets one.
 
+use crate::ftl::{Ftl, FtlParams, GcWork};
 use crate::{Device, DeviceCmd, HwLimits};
 use iostack_des::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -42,10 +49,14 @@ pub struct SsdParams {
     pub fua: bool,
     pub capacity_sectors: u64,
     pub limits: HwLimits,
+    /// The flash translation layer and its garbage collection; `None`: a
+    /// drive that stays fresh.
+    pub ftl: Option<FtlParams>,
 }
 
 pub struct Ssd {
     p: SsdParams,
+    ftl: Option<Ftl>,
     /// When each die is next free.
     die_free: Vec<Instant>,
     /// The link's reserved transfers (start → end), each command taking the
@@ -55,6 +66,8 @@ pub struct Ssd {
     writes_done: Instant,
     pending: Vec<DeviceCmd>,
     outstanding: u32,
+    /// The die the next relocated page is programmed on.
+    gc_die: u64,
 }
 
 impl Ssd {
@@ -62,11 +75,16 @@ impl Ssd {
         assert!(p.dies >= 1 && p.queue_depth >= 1 && p.nr_hw_queues >= 1);
         assert!(p.page_bytes >= 512 && p.link_bytes_per_s > 0);
         Ssd {
+            ftl: p
+                .ftl
+                .clone()
+                .map(|f| Ftl::new(f, p.capacity_sectors, p.dies, p.page_bytes)),
             die_free: vec![Instant::ZERO; p.dies as usize],
             link: BTreeMap::new(),
             writes_done: Instant::ZERO,
             pending: Vec::new(),
             outstanding: 0,
+            gc_die: 0,
             p,
         }
     }
@@ -87,16 +105,30 @@ impl Ssd {
         let spp = (self.p.page_bytes / 512) as u64;
         let first = cmd.sector / spp;
         let last = (cmd.sector + cmd.sectors as u64 - 1) / spp;
-        let cost = Duration(if cmd.write {
-            self.p.write_ns
-        } else {
-            self.p.read_ns
-        });
+        let mut program = None;
+        if cmd.write {
+            if let Some(ftl) = self.ftl.as_mut() {
+                let work = ftl.write(cmd.sector, cmd.sectors);
+                let steady = ftl.collected().then_some(ftl.params().program_ns);
+                self.run_gc(start, &work);
+                program = steady;
+            }
+        }
         let mut ready = start;
         for page in first..=last {
+            let cost = match (cmd.write, program) {
+                (false, _) => self.p.read_ns,
+                (true, None) => self.p.write_ns,
+                // The page's program time for the share of it written.
+                (true, Some(t)) => {
+                    let lo = cmd.sector.max(page * spp);
+                    let hi = (cmd.sector + cmd.sectors as u64).min((page + 1) * spp);
+                    t * (hi - lo) / spp
+                }
+            };
             let die = (page % self.p.dies as u64) as usize;
             let begin = self.die_free[die].max(start);
-            let end = begin + cost;
+            let end = begin + Duration(cost);
             self.die_free[die] = end;
             ready = ready.max(end);
         }
@@ -114,6 +146,45 @@ impl Ssd {
 }
 
 impl Ssd {
+    /// The flash work of a foreground garbage collection, on the dies from
+    /// `start`: the victims' pages read, the relocated pages programmed (on
+    /// the dies in turn), then each victim erased on every die.
+    fn run_gc(&mut self, start: Instant, work: &GcWork) {
+        if work.units_moved == 0 && work.erases == 0 {
+            return;
+        }
+        let (dies, upp) = (self.p.dies as u64, (self.p.page_bytes as u64 / 4096).max(1));
+        let ftl = self.ftl.as_ref().expect("gc with an ftl").params().clone();
+        let op = |free: &mut Instant, at: Instant, ns: u64| {
+            *free = (*free).max(at) + Duration(ns);
+            *free
+        };
+        let mut read_done = start;
+        for &page in &work.pages_read {
+            let d = (page % dies) as usize;
+            read_done = read_done.max(op(&mut self.die_free[d], start, self.p.read_ns));
+        }
+        let mut prog_done = read_done;
+        for i in 0..work.units_moved.div_ceil(upp) {
+            let d = ((self.gc_die + i) % dies) as usize;
+            prog_done = prog_done.max(op(&mut self.die_free[d], read_done, ftl.program_ns));
+        }
+        self.gc_die = (self.gc_die + work.units_moved.div_ceil(upp)) % dies;
+        for _ in 0..work.erases {
+            for d in 0..dies as usize {
+                op(&mut self.die_free[d], prog_done, ftl.erase_ns);
+            }
+        }
+    }
+
+    /// Host units written, units relocated by garbage collection, and
+    /// superblocks erased so far (zeros without an FTL).
+    pub fn ftl_counters(&self) -> (u64, u64, u64) {
+        self.ftl
+            .as_ref()
+            .map_or((0, 0, 0), |f| (f.host_units, f.moved_units, f.erases))
+    }
+
     /// The first gap of `len` on the link at or after `ready`; reserved.
     fn reserve_link(&mut self, ready: Instant, len: Duration) -> Instant {
         let mut begin = ready;

@@ -8,15 +8,24 @@
 //! weights from the I/O priority (`bfq_ioprio_to_weight`). A synchronous
 //! queue that empties is waited for `slice_idle` when BFQ judges idling
 //! worth it (`bfq_better_to_idle`); budgets adapt to how the queue ended
-//! (`__bfq_bfqq_recalc_budget`).
+//! (`__bfq_bfqq_recalc_budget`). A queue that becomes busy preempts the one
+//! in service when it has a higher class or weight or the one in service is
+//! not worth idling for (`bfq_bfqq_handle_idle_busy_switch`).
 //!
-//! Model lacks: weight raising (`low_latency`: interactive and soft
-//! real-time raising; runs are those of `low_latency=0`, and the tunable
-//! refuses 1), I/O injection during idling, queue merging
-//! (`bfq_setup_cooperator`), cgroups, the peak-rate estimate that autotunes
-//! `max_budget` (the default 16384 sectors is used) and with it the
-//! time-charging of slow queues (`bfq_bfqq_charge_time`), and the `bfq_log`
-//! trace messages.
+//! `low_latency` weight raising (interactive and soft real-time) and large
+//! bursts are in [`wr`]; I/O injection while idling is in [`inject`].
+//!
+//! Model lacks: queue merging (`bfq_setup_cooperator`, stable merge),
+//! waker/blocked-queue detection (`bfq_check_waker`), the service-hole
+//! recovery of a queue that expired idle (`bfq_bfqq_update_budg_for_activation`
+//! with `non_blocking_wait_rq`, timestamp back-shifting), cgroups, the
+//! peak-rate estimate that autotunes `max_budget` and the raising duration
+//! (the default 16384 sectors and the initial rate are used) and with it the
+//! time-charging of slow queues (`bfq_bfqq_charge_time`), `bfq_limit_depth`,
+//! and the `bfq_log` trace messages.
+
+mod inject;
+mod wr;
 
 use crate::elv_rb::ElvRb;
 use iostack_block::{MergeKind, MqElevator, RequestPool, RqId, ALL_HCTXS};
@@ -28,11 +37,12 @@ pub static TUNABLES: &[TunableDef] = &[
     TunableDef {
         name: "iosched/bfq/low_latency",
         unit: Unit::Bool,
-        default: |_| 0,
+        default: |_| 1,
         min: 0,
-        max: 0,
-        doc: "Weight raising of interactive and soft real-time queues. The kernel's default \
-              is 1; it is not modelled, so runs are those of 0 and 1 is refused.",
+        max: 1,
+        doc: "Weight raising of interactive and soft real-time queues (bfqd->low_latency, \
+              on by default): a queue that becomes busy after 2 s idle, or whose rate stays \
+              under 7000 sectors/s, has its weight raised 30 (3000 for soft real-time) times.",
     },
     TunableDef {
         name: "iosched/bfq/slice_idle_us",
@@ -102,7 +112,7 @@ const WFQ_SERVICE_SHIFT: u32 = 22;
 const ASYNC_CHARGE_FACTOR: u64 = 3;
 const MIN_TT_NS: u64 = 2_000_000;
 const SEEK_THR: u64 = 8 * 100;
-const SECT_THR_NONROT: u32 = 8;
+const SECT_THR_NONROT: u32 = 2 * 32;
 const HW_QUEUE_THRESHOLD: u32 = 3;
 const HW_QUEUE_SAMPLES: u32 = 32;
 
@@ -117,6 +127,8 @@ pub struct BfqConfig {
     pub back_max: u64,
     pub back_penalty: u64,
     pub hz: u64,
+    /// `bfqd->low_latency`.
+    pub low_latency: bool,
 }
 
 impl BfqConfig {
@@ -135,6 +147,7 @@ impl BfqConfig {
             back_max: g("back_seek_max") * 2,
             back_penalty: g("back_seek_penalty"),
             hz,
+            low_latency: g("low_latency") != 0,
         }
     }
 }
@@ -146,6 +159,7 @@ pub enum Expire {
     BudgetTimeout,
     BudgetExhausted,
     NoMoreRequests,
+    Preempted,
 }
 
 /// `struct bfq_entity` and `struct bfq_queue`, the parts modelled.
@@ -154,7 +168,14 @@ struct Bfqq {
     sync: bool,
     /// Service-tree class: 0 RT, 1 BE, 2 IDLE.
     class: usize,
+    /// `entity.weight`: `orig_weight` (from the I/O priority) times
+    /// `wr_coeff` once applied (`__bfq_entity_update_weight_prio`).
     weight: u64,
+    orig_weight: u64,
+    /// The owner's pid (sync queues) and the key of its async queue
+    /// (`bic->bfqq[0]`), for injecting that queue's I/O.
+    pid: u32,
+    async_key: (bool, u32, u8, u8),
     /// `entity.budget`, `entity.service` in sectors; `max_budget`.
     budget: u64,
     service: u64,
@@ -171,7 +192,9 @@ struct Bfqq {
     wait_request: bool,
     fifo_expire_flag: bool,
     io_bound: bool,
-    budget_timeout: u64,
+    /// In jiffies; also when the queue last went empty with nothing in
+    /// flight (the kernel overloads it for weight raising).
+    budget_timeout: i64,
     seek_history: u32,
     last_request_pos: Sector,
     /// `bfqq->ttime`.
@@ -180,6 +203,8 @@ struct Bfqq {
     ttime_mean: u64,
     last_end_request: u64,
     has_short_ttime: bool,
+    wr: wr::WrState,
+    inj: inject::InjState,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -213,6 +238,10 @@ pub struct Bfq {
     woken: Vec<u16>,
     /// Expirations as (queue, reason), for tests and notes.
     expirations: Vec<(usize, Expire)>,
+    /// `bfqd->active_list`: busy queues, the last activated first.
+    active_list: Vec<usize>,
+    burst: wr::Burst,
+    inj: inject::InjData,
 }
 
 /// `ioprio_class` and level of a request; none is BE at `IOPRIO_NORM` (4).
@@ -246,6 +275,9 @@ impl Bfq {
             idle_timer: None,
             woken: Vec::new(),
             expirations: Vec::new(),
+            active_list: Vec::new(),
+            burst: wr::Burst::default(),
+            inj: inject::InjData::default(),
         }
     }
 
@@ -254,8 +286,13 @@ impl Bfq {
         &self.expirations
     }
 
-    fn jiffies(&self, now: u64) -> u64 {
-        now * self.cfg.hz / 1_000_000_000
+    fn jiffies(&self, now: u64) -> i64 {
+        (now * self.cfg.hz / 1_000_000_000) as i64
+    }
+
+    /// `msecs_to_jiffies`.
+    fn ms_to_jiffies(&self, ms: u64) -> i64 {
+        (ms * self.cfg.hz).div_ceil(1000) as i64
     }
 
     fn b(&self, rq: RqId) -> BRq {
@@ -263,22 +300,24 @@ impl Bfq {
     }
 
     /// `bfq_get_queue` / `bfq_init_bfqq`: the queue of a request's owner.
-    fn queue_of(&mut self, pid: u32, sync: bool, ioprio: (u8, u8)) -> usize {
+    fn queue_of(&mut self, pid: u32, sync: bool, ioprio: (u8, u8), now: u64) -> usize {
         let (class, level) = class_level(ioprio);
-        let key = if sync {
-            (true, pid, 0, 0)
-        } else {
-            (false, 0, class as u8, level)
-        };
+        let async_key = (false, 0, class as u8, level);
+        let key = if sync { (true, pid, 0, 0) } else { async_key };
         if let Some(&q) = self.by_owner.get(&key) {
             return q;
         }
         let max_budget = 2 * self.max_budget() / 3;
+        // bfq_ioprio_to_weight: (IOPRIO_NR_LEVELS - ioprio) * 10.
+        let weight = (8 - level.min(7) as u64) * 10;
+        let j = self.jiffies(now);
         self.queues.push(Bfqq {
             sync,
             class,
-            // bfq_ioprio_to_weight: (IOPRIO_NR_LEVELS - ioprio) * 10.
-            weight: (8 - level.min(7) as u64) * 10,
+            weight,
+            orig_weight: weight,
+            pid,
+            async_key,
             budget: max_budget,
             service: 0,
             max_budget,
@@ -292,7 +331,7 @@ impl Bfq {
             wait_request: false,
             fifo_expire_flag: false,
             io_bound: sync,
-            budget_timeout: 0,
+            budget_timeout: wr::MINUS_INF,
             seek_history: 0,
             last_request_pos: 0,
             ttime_samples: 0,
@@ -300,6 +339,8 @@ impl Bfq {
             ttime_mean: 0,
             last_end_request: 0,
             has_short_ttime: sync,
+            wr: wr::WrState::new(j, sync),
+            inj: inject::InjState::new(j),
         });
         let q = self.queues.len() - 1;
         self.by_owner.insert(key, q);
@@ -324,10 +365,11 @@ impl Bfq {
         (service << WFQ_SERVICE_SHIFT) / weight
     }
 
-    /// `bfq_serv_to_charge`: async requests cost three times their size.
+    /// `bfq_serv_to_charge`: async requests cost three times their size,
+    /// unless weight-raised.
     fn serv_to_charge(&self, rq: RqId, q: usize) -> u64 {
         let s = self.b(rq).sectors as u64;
-        if self.queues[q].sync || self.asymmetric() {
+        if self.queues[q].sync || self.queues[q].wr.coeff > 1 || self.asymmetric() {
             s
         } else {
             s * ASYNC_CHARGE_FACTOR
@@ -342,26 +384,44 @@ impl Bfq {
     // -----------------------------------------------------------------------
     // B-WF2Q+ (bfq-wf2q.c).
 
-    /// `bfq_activate_bfqq` → `__bfq_activate_entity` of a queue that became
-    /// busy: start at V or at its old finish if that is later (the idle
-    /// tree), finish after its budget at its weight.
+    /// `bfq_add_bfqq_busy` → `bfq_activate_bfqq` → `__bfq_activate_entity`
+    /// of a queue that became busy: its raised weight applied
+    /// (`__bfq_entity_update_weight_prio`), start at V or at its old finish if
+    /// that is later (the idle tree), finish after its budget at its weight;
+    /// first on `active_list`.
     fn activate(&mut self, q: usize) {
         let c = self.queues[q].class;
         let v = self.vtime[c];
         let e = &mut self.queues[q];
+        e.weight = e.orig_weight * e.wr.coeff;
         e.start = v.max(e.finish);
         e.finish = e.start + Self::delta(e.budget, e.weight);
         e.busy = true;
         self.wsum[c] += e.weight;
+        self.active_list.insert(0, q);
     }
 
     /// `__bfq_requeue_entity` of the queue in service: its start moves past
-    /// the service received, its finish after its new budget.
+    /// the service received, its weight is updated, its finish set after its
+    /// new budget.
     fn requeue(&mut self, q: usize) {
         let e = &mut self.queues[q];
         e.start += Self::delta(e.service, e.weight);
+        self.update_weight(q);
+        let e = &mut self.queues[q];
         e.finish = e.start + Self::delta(e.budget, e.weight);
         e.busy = true;
+    }
+
+    /// `__bfq_entity_update_weight_prio` for a busy queue: the weight is the
+    /// original one times the raising coefficient; the class's weight sum
+    /// follows.
+    fn update_weight(&mut self, q: usize) {
+        let e = &mut self.queues[q];
+        let new = e.orig_weight * e.wr.coeff;
+        let c = e.class;
+        let old = std::mem::replace(&mut e.weight, new);
+        self.wsum[c] = self.wsum[c] - old + new;
     }
 
     /// `__bfq_deactivate_entity` of the queue in service: finish where its
@@ -369,8 +429,15 @@ impl Bfq {
     fn deactivate(&mut self, q: usize) {
         let e = &mut self.queues[q];
         e.finish = e.start + Self::delta(e.service, e.weight);
+        self.del_busy(q);
+    }
+
+    /// `bfq_del_bfqq_busy`: off the active tree and `active_list`.
+    fn del_busy(&mut self, q: usize) {
+        let e = &mut self.queues[q];
         e.busy = false;
         self.wsum[e.class] -= e.weight;
+        self.active_list.retain(|&x| x != q);
     }
 
     /// `bfq_lookup_next_entity`: the highest class with busy queues;
@@ -399,7 +466,12 @@ impl Bfq {
     /// `bfq_bfqq_served`: service and virtual time advance.
     fn served(&mut self, q: usize, served: u64) {
         let c = self.queues[q].class;
-        self.queues[q].service += served;
+        let e = &mut self.queues[q];
+        e.service += served;
+        if e.wr.coeff > 1 {
+            e.wr.service_from_wr += served;
+        }
+        e.wr.service_from_backlogged += served;
         if self.wsum[c] > 0 {
             self.vtime[c] += Self::delta(served, self.wsum[c]);
         }
@@ -410,14 +482,24 @@ impl Bfq {
 
     /// `bfq_set_in_service_queue` → `__bfq_set_in_service_queue` and
     /// `bfq_set_budget_timeout`.
+    /// A queue's service was reset when it expired busy or was activated
+    /// (`bfq_bfqq_expire`, `bfq_bfqq_update_budg_for_activation`); service
+    /// injected while it waited counts against its budget. The budget timeout
+    /// of an interactively raised queue is `wr_coeff` times longer.
     fn set_in_service(&mut self, now: u64) -> Option<usize> {
         let q = self.lookup_next()?;
         self.in_service = Some(q);
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
-        let timeout = self.jiffies(now) + self.cfg.timeout;
+        let j = self.jiffies(now);
+        self.srt_shift_wr_start(q, j);
+        let coeff = if self.queues[q].wr.cur_max_time == self.wr_rt_max_time() {
+            1
+        } else {
+            self.queues[q].weight / self.queues[q].orig_weight
+        };
+        let timeout = j + self.cfg.timeout as i64 * coeff as i64;
         let e = &mut self.queues[q];
         e.fifo_expire_flag = false;
-        e.service = 0;
         e.budget_timeout = timeout;
         Some(q)
     }
@@ -433,62 +515,113 @@ impl Bfq {
         (!e.wait_request || self.budget_left(q) >= e.budget / 3) && self.budget_timed_out(q, now)
     }
 
-    /// `bfq_asymmetric_scenario`: busy queues of different weights or classes.
+    /// `bfq_asymmetric_scenario`: queues of different weights in
+    /// `queue_weights_tree` (busy or with requests in flight, unraised), or
+    /// busy queues of different classes (`bfqd->busy_queues[]`).
     fn asymmetric(&self) -> bool {
-        let busy = || {
-            self.queues
-                .iter()
-                .filter(|e| !e.sort_list.is_empty() || e.dispatched > 0)
-        };
-        let w: BTreeSet<u64> = busy().map(|e| e.weight).collect();
-        let c: BTreeSet<usize> = busy().map(|e| e.class).collect();
+        let w: BTreeSet<u64> = self
+            .queues
+            .iter()
+            .filter(|e| (e.busy || e.dispatched > 0) && e.wr.coeff == 1)
+            .map(|e| e.weight)
+            .collect();
+        let c: BTreeSet<usize> = self
+            .queues
+            .iter()
+            .filter(|e| e.busy)
+            .map(|e| e.class)
+            .collect();
         w.len() > 1 || c.len() > 1
     }
 
-    /// `BFQQ_SEEKY`.
+    /// `BFQQ_SEEKY`: more than 19 of the last 32 requests seeky.
     fn seeky(&self, q: usize) -> bool {
-        self.queues[q].seek_history.count_ones() > 32 / 8
+        self.queues[q].seek_history.count_ones() > 19
     }
 
-    /// `bfq_better_to_idle`: `idling_boosts_thr_without_issues` or
-    /// `idling_needed_for_service_guarantees` (without weight raising).
+    /// `bfq_tot_busy_queues` and `bfqd->wr_busy_queues`.
+    fn busy_counts(&self) -> (usize, usize) {
+        let busy = self.queues.iter().filter(|e| e.busy);
+        let wr = busy.clone().filter(|e| e.wr.coeff > 1).count();
+        (busy.count(), wr)
+    }
+
+    /// `idling_boosts_thr_without_issues`: never while queues are raised.
+    fn idling_boosts_thr(&self, q: usize) -> bool {
+        let e = &self.queues[q];
+        let hw_tag = self.hw_tag != 0;
+        let rot_without_queueing = !self.nonrot && !hw_tag;
+        let seq_io_bound = !self.seeky(q) && e.io_bound && e.has_short_ttime;
+        let boosts = rot_without_queueing || ((!self.nonrot || !hw_tag) && seq_io_bound);
+        boosts && self.busy_counts().1 == 0
+    }
+
+    /// `idling_needed_for_service_guarantees`: a raised queue among
+    /// unraised ones or with much foreign I/O in flight, an asymmetric
+    /// scenario, or the only busy queue.
+    fn idling_needed(&self, q: usize) -> bool {
+        let e = &self.queues[q];
+        let (tot, wr) = self.busy_counts();
+        (e.wr.coeff > 1 && (wr < tot || self.rq_in_driver >= e.dispatched + 4))
+            || self.asymmetric()
+            || tot == 1
+    }
+
+    /// `bfq_better_to_idle`.
     fn better_to_idle(&self, q: usize) -> bool {
         let e = &self.queues[q];
         if self.cfg.slice_idle_ns == 0 || !e.sync || e.class == 2 {
             return false;
         }
-        let hw_tag = self.hw_tag != 0;
-        let rot_without_queueing = !self.nonrot && !hw_tag;
-        let seq_io_bound = !self.seeky(q) && e.io_bound && e.has_short_ttime;
-        let boosts = rot_without_queueing || ((!self.nonrot || !hw_tag) && seq_io_bound);
-        boosts || self.asymmetric()
+        self.idling_boosts_thr(q) || self.idling_needed(q)
     }
 
-    /// `bfq_bfqq_expire`: a new budget (`__bfq_bfqq_recalc_budget`), then
-    /// requeued if it has requests, else deactivated.
-    fn expire(&mut self, q: usize, reason: Expire) {
+    /// `bfq_bfqq_expire`: the raising bookkeeping of an emptied queue
+    /// ([`Self::wr_on_expire`]), the injection measurement ends, a new budget
+    /// (`__bfq_bfqq_recalc_budget`), then (`__bfq_bfqq_expire`) requeued if
+    /// it has requests or was preempted while idling is needed for it, else
+    /// deactivated; its service restarts unless it went idle waiting.
+    fn expire(&mut self, q: usize, reason: Expire, now: u64) {
         self.expirations.push((q, reason));
         let e = &self.queues[q];
         if reason == Expire::TooIdle && e.service <= 2 * e.budget / 10 {
             self.queues[q].io_bound = false;
         }
+        let j = self.jiffies(now);
+        self.wr_on_expire(q, j);
+        self.inj.rqs_injected = false;
+        self.inj.wait_dispatch = false;
+        self.inj.waited_rq = None;
         self.recalc_budget(q, reason);
+        let keep = reason == Expire::Preempted && self.idling_needed(q);
         self.queues[q].wait_request = false;
         self.idle_timer = None;
         self.in_service = None;
-        if self.queues[q].sort_list.is_empty() {
+        if self.queues[q].sort_list.is_empty() && !keep {
+            if self.queues[q].dispatched == 0 {
+                self.queues[q].budget_timeout = j;
+            }
             self.deactivate(q);
         } else {
             self.requeue(q);
         }
+        let e = &mut self.queues[q];
+        if e.busy || matches!(reason, Expire::BudgetTimeout | Expire::BudgetExhausted) {
+            e.service = 0;
+        }
     }
 
-    /// `__bfq_bfqq_recalc_budget`.
+    /// `__bfq_bfqq_recalc_budget`: raised queues get twice the minimum
+    /// budget; a preempted unraised sync queue keeps its own.
     fn recalc_budget(&mut self, q: usize, reason: Expire) {
         let (min_b, max_b) = (self.min_budget(), self.max_budget());
         let e = &self.queues[q];
-        let mut budget = e.max_budget;
-        if e.sync {
+        let mut budget = if e.wr.coeff == 1 {
+            e.max_budget
+        } else {
+            2 * min_b
+        };
+        if e.sync && e.wr.coeff == 1 {
             budget = match reason {
                 Expire::TooIdle if e.dispatched > 0 => (budget * 2).min(max_b),
                 Expire::TooIdle if budget > 5 * min_b => budget - 4 * min_b,
@@ -496,8 +629,9 @@ impl Bfq {
                 Expire::BudgetTimeout => (budget * 2).min(max_b),
                 Expire::BudgetExhausted => (budget * 4).min(max_b),
                 Expire::NoMoreRequests => e.service.max(min_b),
+                Expire::Preempted => return,
             };
-        } else {
+        } else if !e.sync {
             budget = max_b;
         }
         if self.budgets_assigned >= STATS_MIN_BUDGETS {
@@ -579,14 +713,23 @@ impl Bfq {
         self.queued -= 1;
         self.rq_in_driver += 1;
         self.served(q, charge);
+        // bfq_remove_request: an injected queue that empties leaves the tree.
+        let e = &mut self.queues[q];
+        if e.sort_list.is_empty() && e.busy && self.in_service != Some(q) {
+            e.budget = 0;
+            e.service = 0;
+            self.del_busy(q);
+        }
     }
 
-    /// `bfq_select_queue`: keep the queue in service, wait for it, or expire
-    /// it and choose the next.
-    fn select_queue(&mut self, now: u64) -> Option<usize> {
+    /// `bfq_select_queue`: keep the queue in service, wait for it (and
+    /// inject another queue's I/O meanwhile, [`Self::injection_queue`]), or
+    /// expire it and choose the next. Returns the queue to dispatch from.
+    fn select_queue(&mut self, rqs: &RequestPool, now: u64) -> Option<usize> {
         loop {
             let q = self.in_service.or_else(|| self.set_in_service(now))?;
-            let reason = if self.may_expire_for_budg_timeout(q, now) {
+            let must_idle = self.queues[q].sort_list.is_empty() && self.better_to_idle(q);
+            let reason = if self.may_expire_for_budg_timeout(q, now) && !must_idle {
                 Expire::BudgetTimeout
             } else if let Some(next) = self.queues[q].next_rq {
                 if self.serv_to_charge(next, q) <= self.budget_left(q) {
@@ -600,11 +743,11 @@ impl Bfq {
             } else {
                 let e = &self.queues[q];
                 if e.wait_request || (e.dispatched > 0 && self.better_to_idle(q)) {
-                    return None;
+                    return self.injection_queue(rqs, q, now);
                 }
                 Expire::NoMoreRequests
             };
-            self.expire(q, reason);
+            self.expire(q, reason, now);
         }
     }
 
@@ -635,11 +778,14 @@ impl Bfq {
 
     /// `bfq_update_io_thinktime`, `bfq_update_has_short_ttime` and
     /// `bfq_update_io_seektime` for a new request of `q`.
+    /// A change of think-time state may reset the inject limit, and a
+    /// soft real-time queue that turns totally seeky loses its raising.
     fn update_ttime_seek(&mut self, rqs: &RequestPool, q: usize, rq: RqId, now: u64) {
         let idle = self.cfg.slice_idle_ns;
         let nonrot = self.nonrot;
         let r = rqs.get(rq);
         let e = &mut self.queues[q];
+        let short_before = e.has_short_ttime;
         if e.sync {
             let elapsed = now.saturating_sub(e.last_end_request).min(2 * idle);
             e.ttime_samples = (7 * e.ttime_samples + 256) / 8;
@@ -657,15 +803,78 @@ impl Bfq {
         let seeky = sdist > SEEK_THR && (!nonrot || r.sectors < SECT_THR_NONROT);
         e.seek_history = (e.seek_history << 1) | seeky as u32;
         e.last_request_pos = r.end_sector();
+        let j = self.jiffies(now);
+        if self.queues[q].has_short_ttime != short_before {
+            self.short_ttime_changed(q, j);
+        }
+        self.srt_end_if_totally_seeky(q, j);
     }
 
-    /// `bfq_arm_slice_timer`: seeky queues wait at most `BFQ_MIN_TT`.
+    /// `bfq_add_request`: the injection sampling of a first request
+    /// ([`Self::inject_on_first_request`]), sort list and next request, then
+    /// the queue becomes busy (`bfq_bfqq_handle_idle_busy_switch`) or, busy
+    /// already, an async queue may be raised ([`Self::wr_on_busy_arrival`]).
+    fn add_request(&mut self, rqs: &RequestPool, q: usize, rq: RqId, now: u64) {
+        let old_wr = self.queues[q].wr.coeff;
+        let e = &self.queues[q];
+        if e.sync && e.sort_list.is_empty() && e.dispatched == 0 {
+            self.inject_on_first_request(q, now);
+        }
+        self.queued += 1;
+        let r = rqs.get(rq);
+        let e = &mut self.queues[q];
+        e.sort_list.add(r.sector, rq);
+        let last = e.last_request_pos;
+        let prev_next = e.next_rq;
+        self.queues[q].next_rq = self.choose_req(rqs, prev_next, Some(rq), last);
+        let j = self.jiffies(now);
+        let interactive = if self.queues[q].busy {
+            self.wr_on_busy_arrival(q, r.flags.is_sync(), j);
+            false
+        } else {
+            self.handle_idle_busy_switch(q, old_wr, now)
+        };
+        let e = &mut self.queues[q];
+        if self.cfg.low_latency && (old_wr == 1 || e.wr.coeff == 1 || interactive) {
+            e.wr.last_wr_start_finish = j;
+        }
+    }
+
+    /// `bfq_bfqq_handle_idle_busy_switch`: raising decided
+    /// ([`Self::wr_on_activation`]), the budget set for the new backlog and
+    /// the service restarted (`bfq_bfqq_update_budg_for_activation`), the
+    /// queue activated; it preempts the queue in service if it has a higher
+    /// class or weight, or the one in service is not worth idling for.
+    /// Returns whether it was deemed interactive.
+    fn handle_idle_busy_switch(&mut self, q: usize, old_wr: u64, now: u64) -> bool {
+        let j = self.jiffies(now);
+        let charge = self.serv_to_charge(self.queues[q].next_rq.expect("has a request"), q);
+        let e = &mut self.queues[q];
+        e.service = 0;
+        e.budget = e.max_budget.max(charge);
+        let interactive = self.wr_on_activation(q, old_wr, j);
+        self.activate(q);
+        if let Some(s) = self.in_service {
+            let (a, b) = (&self.queues[q], &self.queues[s]);
+            let higher = a.class < b.class || a.weight > b.weight;
+            if s != q && (higher || !self.better_to_idle(s)) {
+                self.expire(s, Expire::Preempted, now);
+            }
+        }
+        interactive
+    }
+
+    /// `bfq_arm_slice_timer`: unraised seeky queues wait at most
+    /// `BFQ_MIN_TT`, raised ones at least 20 ms.
     fn arm_slice_timer(&mut self, q: usize, now: u64) {
         self.queues[q].wait_request = true;
         let mut sl = self.cfg.slice_idle_ns;
-        if self.seeky(q) && !self.asymmetric() {
+        if self.seeky(q) && self.queues[q].wr.coeff == 1 && !self.asymmetric() {
             sl = sl.min(MIN_TT_NS);
+        } else if self.queues[q].wr.coeff > 1 {
+            sl = sl.max(20_000_000);
         }
+        self.inj.last_idling_start_jiffies = self.jiffies(now);
         self.idle_timer = Some(now + sl);
     }
 }
@@ -686,7 +895,11 @@ impl MqElevator for Bfq {
         let now = now.as_ns();
         let r = rqs.get(rq);
         let sync = r.flags.is_sync();
-        let q = self.queue_of(r.pid, sync, r.ioprio);
+        let q = self.queue_of(r.pid, sync, r.ioprio, now);
+        // bfq_init_rq: a new queue may belong to a burst of creations.
+        if self.queues[q].wr.just_created && (self.burst.size > 0 || self.busy_counts().0 == 0) {
+            self.handle_burst(q, self.jiffies(now));
+        }
         let fifo = (now + self.cfg.fifo_expire[sync as usize], self.fifo_seq);
         self.fifo_seq += 1;
         let i = rq.0 as usize;
@@ -699,35 +912,30 @@ impl MqElevator for Bfq {
             sectors: r.sectors,
             fifo,
         });
-        self.queued += 1;
-        let e = &mut self.queues[q];
-        e.sort_list.add(r.sector, rq);
-        e.fifo.insert((fifo.0, fifo.1, rq));
-        let last = e.last_request_pos;
-        let prev_next = e.next_rq;
-        self.queues[q].next_rq = self.choose_req(rqs, prev_next, Some(rq), last);
         self.update_ttime_seek(rqs, q, rq, now);
-        let e = &self.queues[q];
-        if !e.busy && self.in_service != Some(q) {
-            // bfq_bfqq_handle_idle_busy_switch → bfq_add_bfqq_busy.
-            let charge = self.serv_to_charge(e.next_rq.expect("has a request"), q);
-            let e = &mut self.queues[q];
-            e.budget = e.max_budget.max(charge);
-            self.activate(q);
-        }
+        self.add_request(rqs, q, rq, now);
+        self.queues[q].fifo.insert((fifo.0, fifo.1, rq));
         if self.in_service == Some(q) && self.queues[q].wait_request {
             self.queues[q].wait_request = false;
             self.idle_timer = None;
         }
     }
 
-    /// `bfq_dispatch_request` → `__bfq_dispatch_request`:
-    /// `bfq_select_queue`, then `bfq_dispatch_rq_from_bfqq`.
+    /// `bfq_dispatch_request` → `__bfq_dispatch_request`: `bfq_select_queue`,
+    /// then `bfq_dispatch_rq_from_bfqq` (the raising of the queue in service
+    /// is updated, `bfq_update_wr_data`).
     fn dispatch_request(&mut self, now: Instant, _h: u16, rqs: &RequestPool) -> Option<RqId> {
         let now = now.as_ns();
-        let q = self.select_queue(now)?;
+        let q = self.select_queue(rqs, now)?;
         let rq = self.queues[q].next_rq.expect("selected with a request");
+        if self.in_service == Some(q) && self.inj.wait_dispatch {
+            self.inj.wait_dispatch = false;
+            self.inj.waited_rq = Some(rq);
+        }
         self.dispatch_remove(rqs, q, rq, now);
+        if self.in_service == Some(q) {
+            self.update_wr_data(q, self.jiffies(now));
+        }
         Some(rq)
     }
 
@@ -808,10 +1016,21 @@ impl MqElevator for Bfq {
         };
         let now = now.as_ns();
         let q = b.q;
+        // bfq_finish_requeue_request: the waited request's total service
+        // time updates the inject limit before it leaves the drive.
+        if self.inj.waited_rq == Some(rq) {
+            self.update_inject_limit(q, now);
+        }
         self.rq_in_driver -= 1;
         self.queues[q].dispatched -= 1;
-        self.queues[q].last_end_request = now;
+        let j = self.jiffies(now);
+        let e = &mut self.queues[q];
+        if e.dispatched == 0 && !e.busy {
+            e.budget_timeout = j;
+        }
+        e.last_end_request = now;
         self.update_hw_tag();
+        self.wr_on_completion(q, j);
         if self.in_service == Some(q) {
             let empty = self.queues[q].sort_list.is_empty();
             if empty && self.better_to_idle(q) {
@@ -819,14 +1038,15 @@ impl MqElevator for Bfq {
                     self.arm_slice_timer(q, now);
                 }
             } else if self.may_expire_for_budg_timeout(q, now) {
-                self.expire(q, Expire::BudgetTimeout);
+                self.expire(q, Expire::BudgetTimeout, now);
             } else if empty && (self.queues[q].dispatched == 0 || !self.better_to_idle(q)) {
-                self.expire(q, Expire::NoMoreRequests);
+                self.expire(q, Expire::NoMoreRequests, now);
             }
         }
-        // bfq_schedule_dispatch (the kernel also relies on blk-mq's delayed
-        // rerun after a dispatch that returned nothing).
-        if self.queued > 0 && !self.queues[q].wait_request {
+        // bfq_schedule_dispatch when the drive is empty (the kernel also
+        // relies on blk-mq's delayed rerun after a dispatch that returned
+        // nothing).
+        if self.queued > 0 && (!self.queues[q].wait_request || self.rq_in_driver == 0) {
             self.woken.push(ALL_HCTXS);
         }
     }
@@ -861,7 +1081,7 @@ impl MqElevator for Bfq {
             self.woken.push(ALL_HCTXS);
             return;
         };
-        self.expire(q, reason);
+        self.expire(q, reason, now);
         self.woken.push(ALL_HCTXS);
     }
 

@@ -156,11 +156,12 @@ pub const SCHEDULERS: &[SchedulerDesc] = &[
     },
     SchedulerDesc {
         name: "bfq",
-        doc: "budget fair queueing, its core: per-process queues with budgets in sectors, \
-              B-WF2Q+ virtual time with ioprio weights, idling for sync queues, budget \
-              timeout (block/bfq-iosched.c, bfq-wf2q.c, 6.x); model lacks weight raising \
-              (runs are low_latency=0), injection, queue merging, cgroups, peak-rate \
-              autotuning of max_budget",
+        doc: "budget fair queueing: per-process queues with budgets in sectors, B-WF2Q+ \
+              virtual time with ioprio weights, idling for sync queues, budget timeout, \
+              preemption, low_latency weight raising (interactive, soft real-time, large \
+              bursts), I/O injection while idling (block/bfq-iosched.c, bfq-wf2q.c, 6.x); \
+              model lacks queue merging, waker queues, cgroups, peak-rate autotuning of \
+              max_budget",
         kernels: "4.12+",
         in_profile: blk_mq,
         tunables: bfq::TUNABLES,
@@ -342,10 +343,11 @@ mod tests {
         assert!(by_name("cfq", &t(Profile::V2_6_33, &["iosched/cfq/slice_idle=0"])).is_ok());
         assert!(by_name("bfq", &t(Profile::V2_6_33, &[])).is_err());
         assert!(mq_by_name("bfq", &t(Profile::V6, &[])).unwrap().is_some());
-        // Weight raising is not modelled: low_latency=1 is refused.
+        // low_latency is a boolean, on by default.
         let mut tt = t(Profile::V6, &[]);
-        let e = tt.set_str("iosched/bfq/low_latency=1").unwrap_err();
-        assert!(e.to_string().contains("out of range"), "{e}");
+        assert_eq!(tt.get_u64("iosched/bfq/low_latency"), 1);
+        let e = tt.set_str("iosched/bfq/low_latency=2").unwrap_err();
+        assert!(e.to_string().contains("expected 0 or 1"), "{e}");
         assert!(mq_by_name("kyber", &t(Profile::V6, &[])).unwrap().is_some());
         assert!(mq_by_name("none", &t(Profile::V6, &[])).unwrap().is_none());
         let e = by_name("none", &t(Profile::V3_10, &[])).err().unwrap();

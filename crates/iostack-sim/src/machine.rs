@@ -743,7 +743,76 @@ pub const KEYS: &[MachineKey] = &[
         set_scheduler,
         "default I/O scheduler",
     ),
+    text(
+        "ssd_op_permille",
+        "an integer 1..=10000",
+        |m, v| {
+            set_ftl(m, "ssd_op_permille", v, (1, 10_000), |f, x| {
+                f.op_permille = x as u32
+            })
+        },
+        "SSD over-provisioning: physical flash beyond the exported capacity, in \
+         thousandths of it (an SSD device)",
+    ),
+    text(
+        "ssd_pages_per_block",
+        "an integer 1..=65536",
+        |m, v| {
+            set_ftl(m, "ssd_pages_per_block", v, (1, 65_536), |f, x| {
+                f.pages_per_block = x as u32
+            })
+        },
+        "SSD flash pages per erase block on one die (an SSD device)",
+    ),
+    text(
+        "ssd_program_ns",
+        "nanoseconds 1..=1e9",
+        |m, v| {
+            set_ftl(m, "ssd_program_ns", v, (1, 1_000_000_000), |f, x| {
+                f.program_ns = x
+            })
+        },
+        "SSD flash page program time tPROG (an SSD device)",
+    ),
+    text(
+        "ssd_erase_ns",
+        "nanoseconds 1..=1e10",
+        |m, v| {
+            set_ftl(m, "ssd_erase_ns", v, (1, 10_000_000_000), |f, x| {
+                f.erase_ns = x
+            })
+        },
+        "SSD flash block erase time tBERS (an SSD device)",
+    ),
 ];
+
+/// A key of the SSD's flash translation layer: refused for another device.
+fn set_ftl(
+    m: &mut Machine,
+    key: &str,
+    v: &str,
+    (min, max): (u64, u64),
+    set: fn(&mut iostack_device::ftl::FtlParams, u64),
+) -> Result<(), String> {
+    let x: u64 = v
+        .parse()
+        .ok()
+        .filter(|x| (min..=max).contains(x))
+        .ok_or_else(|| format!("'{v}' is not an integer in {min}..={max}"))?;
+    match &mut m.device {
+        DeviceSpec::Ssd(p) => match p.ftl.as_mut() {
+            Some(f) => {
+                set(f, x);
+                Ok(())
+            }
+            None => Err(format!("{key}: the device has no flash translation layer")),
+        },
+        _ => Err(format!(
+            "{key} applies to an SSD device; '{}' is not one",
+            m.device_preset
+        )),
+    }
+}
 
 fn set_device(m: &mut Machine, v: &str) -> Result<(), String> {
     m.device = presets::lookup(v).ok_or_else(|| unknown_device(v).to_string())?;

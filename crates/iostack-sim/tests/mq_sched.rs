@@ -21,16 +21,29 @@ impl TraceSink for Collect {
 }
 
 fn run(machine_name: &str, sched: &str, job: &str) -> (RunResult, Vec<TraceRecord>) {
+    run_with(machine_name, sched, job, &[])
+}
+
+fn run_with(
+    machine_name: &str,
+    sched: &str,
+    job: &str,
+    set: &[&str],
+) -> (RunResult, Vec<TraceRecord>) {
     let mut m = machine::preset(machine_name).unwrap();
     // A 6.x kernel has no ext3 journal; the raw disk is read anyway.
     m.fs = machine::FsKind::Ext4;
     let procs = iostack_sim::frontend::fio_procs_from_text("j.fio", job, &m)
         .unwrap()
         .procs;
+    let mut tunables = Tunables::new(Profile::V6, &tunable_tables());
+    for kv in set {
+        tunables.set_str(kv).unwrap();
+    }
     let mut sim = Simulation::new(SimConfig {
         scheduler: sched.into(),
         machine: m,
-        tunables: Tunables::new(Profile::V6, &tunable_tables()),
+        tunables,
         seed: Seed(1),
         procs,
         checks: true,
@@ -63,10 +76,25 @@ fn switches(t: &[TraceRecord]) -> usize {
 
 /// BFQ idles for the reader in service (a rotational disk without
 /// queueing) and serves each its budget in turn; mq-deadline has no idling
-/// and alternates between them request by request.
+/// and alternates between them request by request. With `low_latency` (the
+/// default) both new readers are weight-raised for their whole run, and two
+/// raised queues of equal weight are not idled for (`bfq_better_to_idle`:
+/// idling boosts throughput only with no raised queue busy, and is needed
+/// only for a raised queue among unraised ones): the readers alternate.
 #[test]
 fn bfq_serves_two_sequential_readers_in_budgets() {
-    let (rb, tb) = run("sata-2009", "bfq", TWO_READERS);
+    let (rb, tb) = run_with(
+        "sata-2009",
+        "bfq",
+        TWO_READERS,
+        &["iosched/bfq/low_latency=0"],
+    );
+    let (_, tw) = run("sata-2009", "bfq", TWO_READERS);
+    assert!(
+        switches(&tw) >= 100,
+        "raised: switched {} times",
+        switches(&tw)
+    );
     let (rd, td) = run("sata-2009", "mq-deadline", TWO_READERS);
     assert_eq!(rb.procs[0].dirs[0].ios + rb.procs[1].dirs[0].ios, 320);
     let (sb, sd) = (switches(&tb), switches(&td));
