@@ -1485,6 +1485,13 @@ impl Simulation {
             }
             return;
         }
+        // Log writes a transaction commit queued for this task (XFS's full
+        // iclogs, which the committing task writes: xfs_iomap_write_direct's
+        // allocation commits before the direct I/O is submitted) go out
+        // first; asleep on a request, it comes back here.
+        if self.drain_pending(TaskId(pi), now) {
+            return;
+        }
         let cpu_bio = Duration(self.cfg.machine.cpu_bio_ns);
         if let Some((slot, i)) = self.procs[pi as usize].submitting {
             if i == usize::MAX {
