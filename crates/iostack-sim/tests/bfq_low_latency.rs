@@ -1,24 +1,13 @@
 //! BFQ's `low_latency` weight raising and I/O injection end to end (6.x
 //! `block/bfq-iosched.c`), each against the same run without it.
 
-use iostack_core::{Action, Profile, TraceEvent, TraceRecord, TraceSink, Tunables};
-use iostack_des::Seed;
+mod common;
+
+use common::{Collect, Log};
+use iostack_core::{Action, Profile};
 use iostack_sim::check::Checker;
+use iostack_sim::machine;
 use iostack_sim::stats::RunResult;
-use iostack_sim::{machine, tunable_tables, SimConfig, Simulation};
-use std::sync::{Arc, Mutex};
-
-type Log = Arc<Mutex<Vec<TraceRecord>>>;
-
-struct Collect(Log);
-
-impl TraceSink for Collect {
-    fn event(&mut self, ev: &TraceEvent) {
-        if let TraceEvent::Block(r) = ev {
-            self.0.lock().unwrap().push(*r);
-        }
-    }
-}
 
 fn run(machine_name: &str, job: &str, set: &[&str]) -> RunResult {
     run_traced(machine_name, job, set, None)
@@ -27,23 +16,7 @@ fn run(machine_name: &str, job: &str, set: &[&str]) -> RunResult {
 fn run_traced(machine_name: &str, job: &str, set: &[&str], log: Option<Log>) -> RunResult {
     let mut m = machine::preset(machine_name).unwrap();
     m.fs = machine::FsKind::Ext4;
-    let procs = iostack_sim::frontend::fio_procs_from_text("j.fio", job, &m)
-        .unwrap()
-        .procs;
-    let mut tunables = Tunables::new(Profile::V6, &tunable_tables());
-    for kv in set {
-        tunables.set_str(kv).unwrap();
-    }
-    let mut sim = Simulation::new(SimConfig {
-        scheduler: "bfq".into(),
-        machine: m,
-        tunables,
-        seed: Seed(1),
-        procs,
-        checks: true,
-        until: None,
-    })
-    .unwrap();
+    let mut sim = common::fio_sim(job, m, Profile::V6, Some("bfq"), set).unwrap();
     sim.attach(Box::new(Checker::new(true)));
     if let Some(log) = log {
         sim.attach(Box::new(Collect(log)));

@@ -3,6 +3,8 @@
 //! line, every one of them is reported in one run, and a default value (which
 //! changes nothing fio sends) is accepted.
 
+mod common;
+
 use iostack_sim::frontend::fio_procs_from_text;
 use iostack_sim::machine::{self, Machine};
 use iostack_sim::SimError;
@@ -153,23 +155,14 @@ fn ios_of(text: &str) -> u64 {
 
 /// Run a job file on the test machine with a kernel profile.
 fn run_on(text: &str, profile: &str) -> iostack_sim::stats::RunResult {
-    use iostack_sim::{tunable_tables, SimConfig, Simulation};
-    let m = machine();
-    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
-    let tunables = iostack_core::Tunables::new(
-        iostack_core::Profile::parse(profile).unwrap(),
-        &tunable_tables(),
-    );
-    let cfg = SimConfig {
-        scheduler: m.scheduler.clone(),
-        machine: m,
-        tunables,
-        seed: iostack_des::Seed(1),
-        procs,
-        checks: true,
-        until: None,
-    };
-    Simulation::new(cfg).unwrap().run().0
+    sim_on(text, profile).unwrap().run().0
+}
+
+/// A job file's simulation on the test machine with a kernel profile, as set
+/// up (`Simulation::new` refuses what it cannot lay out).
+fn sim_on(text: &str, profile: &str) -> Result<iostack_sim::Simulation, SimError> {
+    let profile = iostack_core::Profile::parse(profile).unwrap();
+    common::fio_sim(text, machine(), profile, None, &[])
 }
 
 /// Page-cache bios of a job: (bios queued, bytes queued).
@@ -1282,24 +1275,7 @@ fn placement_on_the_whole_machine_changes_nothing() {
 /// writer wrote and reads all of it.
 #[test]
 fn a_reader_beside_a_writer_creating_its_file_is_refused() {
-    use iostack_sim::{tunable_tables, SimConfig, Simulation};
-    let setup = |text: &str| {
-        let m = machine();
-        let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
-        let tunables = iostack_core::Tunables::new(
-            iostack_core::Profile::parse("2.6.32").unwrap(),
-            &tunable_tables(),
-        );
-        Simulation::new(SimConfig {
-            scheduler: m.scheduler.clone(),
-            machine: m,
-            tunables,
-            seed: iostack_des::Seed(1),
-            procs,
-            checks: true,
-            until: None,
-        })
-    };
+    let setup = |text: &str| sim_on(text, "2.6.32");
     let pair = "[global]\nfilename=/mnt/test/shared\nsize=4m\nbs=64k\ndirect=1\n\
                 [w]\nrw=write\n[r]\nrw=randread\n";
     let err = setup(pair).err().expect("refused").to_string();

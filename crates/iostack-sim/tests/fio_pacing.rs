@@ -4,10 +4,11 @@
 //! `io_submit_mode=offload` (submission at the rate's times whatever the
 //! device does, from `iodepth` worker threads).
 
-use iostack_core::{Action, TraceEvent, TraceSink};
+mod common;
+
+use iostack_core::{Action, Profile, TraceEvent, TraceSink};
 use iostack_sim::frontend::fio_procs_from_text;
 use iostack_sim::machine;
-use iostack_sim::{tunable_tables, SimConfig, Simulation};
 use std::sync::{Arc, Mutex};
 
 /// (time in ns, pid, sector) of each bio queued (Q).
@@ -30,22 +31,8 @@ impl TraceSink for Qs {
 /// Run a job on a preset machine: the run's result and its queued bios.
 fn run(text: &str, machine_name: &str) -> (iostack_sim::stats::RunResult, Queued) {
     let m = machine::preset(machine_name).unwrap();
-    let procs = fio_procs_from_text("job.fio", text, &m).unwrap().procs;
-    let tunables = iostack_core::Tunables::new(
-        iostack_core::Profile::parse("2.6.32").unwrap(),
-        &tunable_tables(),
-    );
-    let cfg = SimConfig {
-        scheduler: m.scheduler.clone(),
-        machine: m,
-        tunables,
-        seed: iostack_des::Seed(1),
-        procs,
-        checks: true,
-        until: None,
-    };
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut sim = Simulation::new(cfg).unwrap();
+    let mut sim = common::fio_sim(text, m, Profile::parse("2.6.32").unwrap(), None, &[]).unwrap();
     sim.attach(Box::new(Qs(seen.clone())));
     let r = sim.run().0;
     let q = seen.lock().unwrap().clone();

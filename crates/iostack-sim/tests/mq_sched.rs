@@ -1,24 +1,13 @@
 //! The blk-mq schedulers BFQ and Kyber end to end on the 6.x profile, and
 //! the schedulers' CPU cost (their hooks and BFQ's queue lock).
 
-use iostack_core::{Action, Profile, TraceEvent, TraceRecord, TraceSink, Tunables};
-use iostack_des::Seed;
+mod common;
+
+use common::{Collect, Log};
+use iostack_core::{Action, Profile, TraceRecord};
 use iostack_sim::check::Checker;
+use iostack_sim::machine;
 use iostack_sim::stats::RunResult;
-use iostack_sim::{machine, tunable_tables, SimConfig, Simulation};
-use std::sync::{Arc, Mutex};
-
-type Log = Arc<Mutex<Vec<TraceRecord>>>;
-
-struct Collect(Log);
-
-impl TraceSink for Collect {
-    fn event(&mut self, ev: &TraceEvent) {
-        if let TraceEvent::Block(r) = ev {
-            self.0.lock().unwrap().push(*r);
-        }
-    }
-}
 
 fn run(machine_name: &str, sched: &str, job: &str) -> (RunResult, Vec<TraceRecord>) {
     run_with(machine_name, sched, job, &[])
@@ -33,23 +22,7 @@ fn run_with(
     let mut m = machine::preset(machine_name).unwrap();
     // A 6.x kernel has no ext3 journal; the raw disk is read anyway.
     m.fs = machine::FsKind::Ext4;
-    let procs = iostack_sim::frontend::fio_procs_from_text("j.fio", job, &m)
-        .unwrap()
-        .procs;
-    let mut tunables = Tunables::new(Profile::V6, &tunable_tables());
-    for kv in set {
-        tunables.set_str(kv).unwrap();
-    }
-    let mut sim = Simulation::new(SimConfig {
-        scheduler: sched.into(),
-        machine: m,
-        tunables,
-        seed: Seed(1),
-        procs,
-        checks: true,
-        until: None,
-    })
-    .unwrap();
+    let mut sim = common::fio_sim(job, m, Profile::V6, Some(sched), set).unwrap();
     let log = Log::default();
     sim.attach(Box::new(Collect(log.clone())));
     sim.attach(Box::new(Checker::new(true)));
