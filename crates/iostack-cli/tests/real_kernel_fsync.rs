@@ -10,57 +10,16 @@
 //! extents. Each case is a list of checks; a check that does not match is
 //! listed with its reason and fails if it starts matching (move it).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::{compare_cases, simulate_dd, Case, Ev};
+use std::path::Path;
 
 /// The real journal inode's runs `(fs block, blocks)` (debugfs `stat <8>`).
 const REAL_JOURNAL: &[(u64, u64)] = &[(15, 10), (26, 15), (1066, 999)];
 /// The simulator's: mke2fs 1.41's placement on the same 64 MiB device
 /// (`Ext4::journal_runs`).
 const SIM_JOURNAL: &[(u64, u64)] = &[(12, 9), (22, 15), (549, 1000)];
-
-/// One trace line of device 7,0.
-#[derive(Debug, Clone)]
-struct Ev {
-    who: String,
-    action: String,
-    rwbs: String,
-    sector: Option<u64>,
-    sectors: u64,
-}
-
-fn events(text: &str) -> Vec<Ev> {
-    let mut v = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some(i) = line.find("   7,0    ") else {
-            continue;
-        };
-        let f: Vec<&str> = line[i + 10..].split_whitespace().collect();
-        if f.len() < 2 || f[0] == "m" {
-            continue;
-        }
-        let comm = f.last().unwrap().trim_matches(|c| c == '[' || c == ']');
-        let who = match comm {
-            "dd" => "dd",
-            c if c.starts_with("jbd2/") => "jbd2",
-            c if c.starts_with("kworker") || c.starts_with("kblockd") => "kworker",
-            _ => "irq",
-        };
-        let sector = f.get(2).and_then(|s| s.parse().ok());
-        let sectors = match (f.get(3), f.get(4)) {
-            (Some(&"+"), Some(n)) => n.parse().unwrap_or(0),
-            _ => 0,
-        };
-        v.push(Ev {
-            who: who.into(),
-            action: f[0].into(),
-            rwbs: f[1].into(),
-            sector,
-            sectors,
-        });
-    }
-    v
-}
 
 /// The journal block of a sector through the journal's runs.
 fn jblock(sector: u64, runs: &[(u64, u64)]) -> Option<u64> {
@@ -169,45 +128,18 @@ fn facts(evs: &[Ev], runs: &[(u64, u64)]) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn data(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/real-6.18")
-        .join(name);
-    std::fs::read_to_string(p).unwrap()
-}
-
 fn simulate(dir: &Path, dd: &str) -> String {
-    std::fs::write(
-        dir.join("loop.machine"),
-        "base = null\ndevice = loop-file\ndisk_name = loop0\nmajor = 7\nminor = 0\ncpus = 2\n\
-         fs = ext4\n",
-    )
-    .unwrap();
-    let mut args = vec!["dd"];
-    args.extend(dd.split_whitespace());
-    args.extend_from_slice(&[
-        "--machine",
-        "loop.machine",
+    let machine = "base = null\ndevice = loop-file\ndisk_name = loop0\nmajor = 7\nminor = 0\n\
+                   cpus = 2\nfs = ext4\n";
+    let extra = [
         "--kernel",
         "6.x",
         "--sched",
         "none",
         "--set",
         "fs/ext4/journal=1",
-        "--ftrace",
-        "t.txt",
-    ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_iostack"))
-        .current_dir(dir)
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_to_string(dir.join("t.txt")).unwrap()
+    ];
+    simulate_dd(dir, machine, dd, &extra)
 }
 
 const SB: &str = "6.18 also journals the superblock (FS block 0) for the new file; the \
@@ -217,11 +149,6 @@ const FN: &str = "6.x's flush request is REQ_OP_FLUSH (rwbs FN); the simulator's
                   flush request carries WRITE and prints FW";
 
 /// (case, trace file, dd operands, checks that do not match with the reason).
-type Case = (
-    &'static str,
-    &'static str,
-    &'static [(&'static str, &'static str)],
-);
 const CASES: &[Case] = &[
     (
         "ext4-fsync-new",
@@ -261,28 +188,11 @@ const CASES: &[Case] = &[
 
 #[test]
 fn ext4_fsync_request_pattern_against_the_real_kernel() {
-    let dir = std::env::temp_dir().join(format!("iostack-real6-fsync-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut report = Vec::new();
-    for &(case, dd, known) in CASES {
-        let real = facts(&events(&data(&format!("{case}.txt"))), REAL_JOURNAL);
-        let sim = facts(&events(&simulate(&dir, dd)), SIM_JOURNAL);
-        for ((what, r), (_, s)) in real.iter().zip(&sim) {
-            let reason = known.iter().find(|k| k.0 == *what).map(|k| k.1);
-            let same = r == s;
-            report.push(format!(
-                "{case}: {what}: {}\n    real: {r}\n    sim:  {s}",
-                if same { "match" } else { "differs" }
-            ));
-            assert_eq!(
-                same,
-                reason.is_none(),
-                "{case}: {what}\n real: {r}\n sim:  {s}\n{}",
-                reason.unwrap_or("expected to match")
-            );
-        }
-    }
-    eprintln!("{}", report.join("\n"));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let journal = |real: bool| if real { REAL_JOURNAL } else { SIM_JOURNAL };
+    compare_cases(
+        "real6-fsync",
+        CASES,
+        |evs, real| facts(evs, journal(real)),
+        simulate,
+    );
 }

@@ -10,8 +10,10 @@
 //! offset from each log's start. Each case is a list of checks; a check that
 //! does not match is listed with its reason and fails if it starts matching.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::{compare_cases, events, simulate_dd, Case, Ev};
+use std::path::Path;
 
 /// The real internal log: `xfs_db -c 'sb 0' -c 'p logstart logblocks'`
 /// (logstart 65542 = AG 2, block 6, with 20480-block AGs: sector 327728;
@@ -21,38 +23,6 @@ const REAL_LOG: (u64, u64) = (327_728, 16_384 * 8);
 /// (`Xfs::new`), the log of 512 blocks in AG 2 after its 8 reserved blocks:
 /// block 8200.
 const SIM_LOG: (u64, u64) = (8200 * 8, 512 * 8);
-
-#[derive(Debug, Clone)]
-struct Ev {
-    action: String,
-    rwbs: String,
-    sector: Option<u64>,
-    sectors: u64,
-}
-
-fn events(text: &str) -> Vec<Ev> {
-    let mut v = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some(i) = line.find("   7,0    ") else {
-            continue;
-        };
-        let f: Vec<&str> = line[i + 10..].split_whitespace().collect();
-        if f.len() < 2 || f[0] == "m" {
-            continue;
-        }
-        let sectors = match (f.get(3), f.get(4)) {
-            (Some(&"+"), Some(n)) => n.parse().unwrap_or(0),
-            _ => 0,
-        };
-        v.push(Ev {
-            action: f[0].into(),
-            rwbs: f[1].into(),
-            sector: f.get(2).and_then(|s| s.parse().ok()),
-            sectors,
-        });
-    }
-    v
-}
 
 /// What one trace shows, in the terms the checks compare.
 fn facts(evs: &[Ev], log: (u64, u64)) -> Vec<(&'static str, String)> {
@@ -110,44 +80,11 @@ fn facts(evs: &[Ev], log: (u64, u64)) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn data(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/real-6.18")
-        .join(name);
-    std::fs::read_to_string(p).unwrap()
-}
-
 fn simulate(dir: &Path, kernel: &str, dd: &str) -> String {
-    std::fs::write(
-        dir.join("loop.machine"),
-        "base = null\ndevice = loop-file\ndisk_name = loop0\nmajor = 7\nminor = 0\ncpus = 2\n\
-         fs = xfs\nfs_block_size = 4096\npartition = none\nmount = /mnt/test\n",
-    )
-    .unwrap();
-    let mut args = vec!["dd"];
-    args.extend(dd.split_whitespace());
+    let machine = "base = null\ndevice = loop-file\ndisk_name = loop0\nmajor = 7\nminor = 0\n\
+                   cpus = 2\nfs = xfs\nfs_block_size = 4096\npartition = none\nmount = /mnt/test\n";
     let sched = if kernel == "6.x" { "none" } else { "noop" };
-    args.extend_from_slice(&[
-        "--machine",
-        "loop.machine",
-        "--kernel",
-        kernel,
-        "--sched",
-        sched,
-        "--ftrace",
-        "t.txt",
-    ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_iostack"))
-        .current_dir(dir)
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_to_string(dir.join("t.txt")).unwrap()
+    simulate_dd(dir, machine, dd, &["--kernel", kernel, "--sched", sched])
 }
 
 const NEW_LOG: &str = "the new file's checkpoint: 6.18 writes 6 sectors, the model 5 \
@@ -160,11 +97,6 @@ const READS: &str = "the kernel reads the AGI, AGF, free-space and inode btree b
      the inode cluster cold after mount; the simulator's file system holds its \
      metadata in memory";
 
-type Case = (
-    &'static str,
-    &'static str,
-    &'static [(&'static str, &'static str)],
-);
 const CASES: &[Case] = &[
     (
         "xfs-fsync-new",
@@ -193,30 +125,13 @@ const CASES: &[Case] = &[
 
 #[test]
 fn xfs_fsync_request_pattern_against_the_real_kernel() {
-    let dir = std::env::temp_dir().join(format!("iostack-real6-xfs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut report = Vec::new();
-    for &(case, dd, known) in CASES {
-        let real = facts(&events(&data(&format!("{case}.txt"))), REAL_LOG);
-        let sim = facts(&events(&simulate(&dir, "6.x", dd)), SIM_LOG);
-        for ((what, r), (_, s)) in real.iter().zip(&sim) {
-            let reason = known.iter().find(|k| k.0 == *what).map(|k| k.1);
-            let same = r == s;
-            report.push(format!(
-                "{case}: {what}: {}\n    real: {r}\n    sim:  {s}",
-                if same { "match" } else { "differs" }
-            ));
-            assert_eq!(
-                same,
-                reason.is_none(),
-                "{case}: {what}\n real: {r}\n sim:  {s}\n{}",
-                reason.unwrap_or("expected to match")
-            );
-        }
-    }
-    eprintln!("{}", report.join("\n"));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let log = |real: bool| if real { REAL_LOG } else { SIM_LOG };
+    compare_cases(
+        "real6-xfs",
+        CASES,
+        |evs, real| facts(evs, log(real)),
+        |dir, dd| simulate(dir, "6.x", dd),
+    );
 }
 
 /// 2.6.32 from the source (`xfs_fsync`, `xlog_sync`, `_xfs_buf_ioapply`,
