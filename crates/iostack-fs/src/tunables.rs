@@ -290,7 +290,7 @@ pub static TUNABLES: &[TunableDef] = &[
     },
     TunableDef {
         name: "fs/xfs/logbsize",
-        unit: Unit::Count,
+        unit: Unit::Bytes,
         default: |_| 32768,
         min: 16384,
         max: 262144,
